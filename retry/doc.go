@@ -1,0 +1,21 @@
+// Package retry runs an operation again while its failures are transient, with jittered
+// exponential backoff under a total deadline and an attempt cap.
+//
+// The contract:
+//
+//   - A [Classifier] decides, for each failure, whether another attempt may help
+//     ([Transient]) or not ([Permanent]). Anything it does not recognise must be
+//     Permanent: the loop fails closed.
+//   - The delay before attempt n+1 follows the exponential schedule of
+//     github.com/cenkalti/backoff/v4 (InitialDelay × Multiplier^(n-1), capped at
+//     MaxDelay), randomised by [Jitter] with the policy's factor.
+//   - The deadline ([Policy].Timeout, measured from the start of the first attempt)
+//     decides only whether a new attempt may start: when the next delay would end past
+//     it, the loop gives up without sleeping. A running attempt is never interrupted by
+//     the deadline; only the caller's context does that.
+//   - The loop never sleeps after the last attempt.
+//   - Time and randomness are injectable ([Clock], [Retrier].Rand) so that tests of code
+//     built on this package never sleep.
+//
+// The package knows nothing about git.
+package retry

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# get-git.sh: provide git 2.55.0 (built with reftable support) in a cache directory
+# outside the repository, and print the path of its git binary on stdout.
+#
+# Idempotent: when the cached build exists and works it does nothing else and prints only
+# the path. Loud on failure: any step that fails stops the script with a non-zero exit
+# and a message on stderr; it never falls back to another git.
+#
+# Environment:
+#   REFRETRY_GIT_CACHE  install prefix (default ${XDG_CACHE_HOME:-$HOME/.cache}/refretry/git-2.55.0)
+set -euo pipefail
+
+version=2.55.0
+debver="1:${version}-1"
+prefix="${REFRETRY_GIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/refretry/git-${version}}"
+git="$prefix/bin/git"
+
+log() { printf 'get-git: %s\n' "$*" >&2; }
+die() { printf 'get-git: FAILED: %s\n' "$*" >&2; exit 1; }
+
+works() {
+	[ -x "$git" ] || return 1
+	"$git" version 2>/dev/null | grep -qx "git version $version" || return 1
+	local tmp
+	tmp=$(mktemp -d)
+	"$git" init -q --ref-format=reftable "$tmp/r" >/dev/null 2>&1
+	local rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
+
+if works; then
+	printf '%s\n' "$git"
+	exit 0
+fi
+
+log "building git $version into $prefix (about two minutes)"
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# 1. A deb-src line for unstable that reuses the archive URI the system already uses.
+src_list=/etc/apt/sources.list.d/refretry-unstable-src.sources
+if [ ! -f "$src_list" ]; then
+	uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+	[ -n "$uri" ] || die "cannot read the archive URI from /etc/apt/sources.list.d/debian.sources"
+	printf 'Types: deb-src\nURIs: %s\nSuites: unstable\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri" |
+		as_root tee "$src_list" >/dev/null
+fi
+as_root apt-get update -qq >/dev/null || die "apt-get update failed"
+
+# 2. Build dependencies from the running system.
+as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	build-essential zlib1g-dev libcurl4-gnutls-dev libexpat1-dev xz-utils dpkg-dev >/dev/null ||
+	die "installing build dependencies failed"
+
+# 3. The pristine upstream tarball from the source package.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+(cd "$work" && apt-get source -qq --download-only "git=$debver" >/dev/null 2>&1) ||
+	die "apt-get source git=$debver failed"
+tarball=$(ls "$work"/git_${version}.orig.tar.* 2>/dev/null | head -n1)
+[ -n "$tarball" ] || die "no git_${version}.orig.tar.* in the source package"
+tar -C "$work" -xf "$tarball" || die "unpacking $tarball failed"
+srcdir=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'git-*' | head -n1)
+[ -n "$srcdir" ] || die "no source directory in $tarball"
+
+# 4. Build and install into the cache prefix.
+mkdir -p "$prefix"
+make -C "$srcdir" -j"$(nproc)" prefix="$prefix" NO_GETTEXT=1 NO_TCLTK=1 NO_PERL=1 NO_PYTHON=1 \
+	install >"$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; die "building git failed"; }
+
+# 5. Check.
+works || die "the built git at $git does not create reftable repositories"
+log "installed $("$git" version)"
+printf '%s\n' "$git"
