@@ -62,6 +62,10 @@ type Retrier struct {
 	Rand       func() float64 // uniform in [0, 1)
 	// OnAttempt, if set, is called after every attempt, before any delay.
 	OnAttempt func(Attempt)
+	// Resolve, if set, supplies the policy when it is first needed: after the first
+	// transient failure. It keeps costly lookups (configuration read from another
+	// process, say) off the path where the first attempt succeeds. Policy is then unused.
+	Resolve func() (Policy, error)
 }
 
 // Do calls op until it succeeds, fails permanently, or the policy allows no further
@@ -69,8 +73,12 @@ type Retrier struct {
 // the last transient error, or (when ctx is done between attempts) an *ExhaustedError
 // with ReasonCanceled. op receives the attempt number, starting at 1.
 func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt int) error) (Result, error) {
-	if err := r.Policy.Validate(); err != nil {
-		return Result{}, err
+	policy := r.Policy
+	resolved := r.Resolve == nil
+	if resolved {
+		if err := policy.Validate(); err != nil {
+			return Result{}, err
+		}
 	}
 	clock := r.Clock
 	if clock == nil {
@@ -80,7 +88,7 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt i
 	if random == nil {
 		random = rand.Float64
 	}
-	sched := r.schedule(clock)
+	var sched *backoff.ExponentialBackOff
 
 	start := clock.Now()
 	for n := 1; ; n++ {
@@ -103,8 +111,23 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt i
 			return res, err
 		}
 
-		delay := Jitter(sched.NextBackOff(), r.Policy.Jitter, random())
-		reason := r.stop(ctx, n, end, start, delay)
+		if !resolved {
+			p, perr := r.Resolve()
+			if perr == nil {
+				perr = p.Validate()
+			}
+			if perr != nil {
+				a.Final = true
+				r.report(a)
+				return res, fmt.Errorf("%w (after: %w)", perr, err)
+			}
+			policy, resolved = p, true
+		}
+		if sched == nil {
+			sched = schedule(policy, clock)
+		}
+		delay := Jitter(sched.NextBackOff(), policy.Jitter, random())
+		reason := stop(ctx, policy, n, end, start, delay)
 		if reason != "" {
 			a.Final = true
 			r.report(a)
@@ -120,13 +143,13 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt i
 }
 
 // stop returns why no attempt may follow attempt n, or "" when one may.
-func (r *Retrier) stop(ctx context.Context, n int, now, start time.Time, delay time.Duration) Reason {
+func stop(ctx context.Context, p Policy, n int, now, start time.Time, delay time.Duration) Reason {
 	switch {
 	case ctx.Err() != nil:
 		return ReasonCanceled
-	case r.Policy.MaxAttempts > 0 && n >= r.Policy.MaxAttempts:
+	case p.MaxAttempts > 0 && n >= p.MaxAttempts:
 		return ReasonAttempts
-	case r.Policy.Timeout > 0 && now.Add(delay).Sub(start) > r.Policy.Timeout:
+	case p.Timeout > 0 && now.Add(delay).Sub(start) > p.Timeout:
 		return ReasonDeadline
 	}
 	return ""
@@ -140,12 +163,12 @@ func (r *Retrier) report(a Attempt) {
 
 // schedule builds the un-randomised exponential schedule; jitter is applied separately
 // so that it can use the injected random source.
-func (r *Retrier) schedule(clock Clock) *backoff.ExponentialBackOff {
+func schedule(p Policy, clock Clock) *backoff.ExponentialBackOff {
 	b := &backoff.ExponentialBackOff{
-		InitialInterval:     r.Policy.InitialDelay,
+		InitialInterval:     p.InitialDelay,
 		RandomizationFactor: 0,
-		Multiplier:          r.Policy.Multiplier,
-		MaxInterval:         r.Policy.MaxDelay,
+		Multiplier:          p.Multiplier,
+		MaxInterval:         p.MaxDelay,
 		MaxElapsedTime:      0, // the deadline is ours to enforce
 		Stop:                backoff.Stop,
 		Clock:               clock,

@@ -243,3 +243,24 @@ func TestJitter(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveIsLazy(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{}
+	resolved := 0
+	r := &retry.Retrier{Classifier: retry.ClassifierFunc(classify), Clock: clock,
+		Resolve: func() (retry.Policy, error) { resolved++; return policy(), nil }}
+	op, _ := failing(clock, 0)
+	if _, err := r.Do(context.Background(), op); err != nil || resolved != 0 {
+		t.Fatalf("success: err=%v resolved=%d, want nil and 0", err, resolved)
+	}
+	op, calls := failing(clock, 0, errBusy, errBusy)
+	if _, err := r.Do(context.Background(), op); err != nil || resolved != 1 || *calls != 3 {
+		t.Fatalf("retried: err=%v resolved=%d calls=%d, want nil, 1, 3", err, resolved, *calls)
+	}
+	r.Resolve = func() (retry.Policy, error) { return retry.Policy{}, nil }
+	op, calls = failing(clock, 0, errBusy)
+	if _, err := r.Do(context.Background(), op); !errors.Is(err, retry.ErrInvalidPolicy) || !errors.Is(err, errBusy) || *calls != 1 {
+		t.Fatalf("bad resolved policy: err=%v calls=%d, want ErrInvalidPolicy wrapping errBusy after 1 call", err, *calls)
+	}
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/alecthomas/kong"
+)
+
+// Exit codes of refretry's own failures; git's codes pass through unchanged.
+const (
+	exitUsage      = 129 // as git's parse-options
+	exitFatal      = 128 // as git's die()
+	exitGitMissing = 127 // as a shell's "command not found"
+)
+
+// Globals are refretry's own options. They come before the update-ref arguments and
+// none of them is a spelling update-ref accepts.
+type Globals struct {
+	Dirs         []string `short:"C" name:"directory" sep:"none" placeholder:"PATH" help:"Run as if started in PATH (repeatable, as git -C)."`
+	Git          string   `placeholder:"PATH" help:"git executable to run (env REFRETRY_GIT; default: git on PATH)."`
+	Timeout      string   `placeholder:"DURATION" help:"Total retry budget: no attempt starts after it (env REFRETRY_TIMEOUT, config refretry.timeout; default ${timeout})."`
+	MaxAttempts  string   `placeholder:"N" help:"Most attempts, the first included; 0 means no cap (env REFRETRY_MAX_ATTEMPTS, config refretry.maxAttempts; default ${attempts})."`
+	InitialDelay string   `placeholder:"DURATION" help:"Delay before the first retry, before jitter (env REFRETRY_INITIAL_DELAY, config refretry.initialDelay; default ${initial})."`
+	MaxDelay     string   `placeholder:"DURATION" help:"Cap on the delay between attempts (env REFRETRY_MAX_DELAY, config refretry.maxDelay; default ${maxdelay})."`
+	StaleAfter   string   `placeholder:"DURATION" help:"A lock older than this is stale: stop at once instead of waiting (env REFRETRY_STALE_AFTER, config refretry.staleAfter; default ${stale})."`
+}
+
+// CLI is refretry's grammar. Arguments after refretry's options are update-ref's,
+// and are never seen by kong: they go to git verbatim.
+type CLI struct {
+	Globals
+
+	UpdateRef UpdateRefCmd `cmd:"" name:"update-ref" default:"1" help:"Run git update-ref with these arguments, retrying lock contention (the default command)."`
+	Version   VersionCmd   `cmd:"" help:"Print refretry's version."`
+}
+
+// env is the caller's environment, as given to run.
+type env []string
+
+func (e env) get(key string) string {
+	for i := len(e) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(e[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Streams are the caller's standard streams.
+type Streams struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// usageError is a command-line mistake: exit 129.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// run is refretry without the process around it: main and the tests call it.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+	own, cmdWord, rest := splitArgs(args)
+	if len(own) == 0 && cmdWord == "" {
+		// Nothing for kong to parse: every argument is update-ref's. Skipping the
+		// parser keeps refretry's start-up cost off every plain call.
+		return exitCodeOf(stderr, (&UpdateRefCmd{Args: rest}).Run(ctx, &Globals{}, Streams{stdin, stdout, stderr}, env(environ)))
+	}
+	var cli CLI
+	exitCode := -1
+	parser, err := kong.New(&cli,
+		kong.Name("refretry"),
+		kong.Description("A drop-in git update-ref that retries lock contention, and only that.\n\n"+
+			"Usage: refretry [options] <git update-ref arguments>\n"+
+			"       refretry [options] update-ref <git update-ref arguments>\n"+
+			"       refretry version"),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { exitCode = code }),
+		kong.Vars(defaultVars()),
+		kong.Bind(Streams{stdin, stdout, stderr}, env(environ)),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "refretry: %v\n", err)
+		return exitFatal
+	}
+	kargs := own
+	if cmdWord != "" {
+		kargs = append(kargs, cmdWord)
+	}
+	kctx, err := parser.Parse(kargs)
+	if exitCode >= 0 { // --help
+		return exitCode
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "refretry: %v\n", err)
+		return exitUsage
+	}
+	if kctx.Command() == "version" && len(rest) > 0 {
+		fmt.Fprintf(stderr, "refretry: version takes no arguments\n")
+		return exitUsage
+	}
+	cli.UpdateRef.Args = rest
+	return exitCodeOf(stderr, kctx.Run(&cli.Globals))
+}
+
+// exitCodeOf prints a command's error, if it needs printing, and picks the exit code.
+func exitCodeOf(stderr io.Writer, err error) int {
+	if err != nil {
+		var code exitCoder
+		if errors.As(err, &code) {
+			return code.ExitCode()
+		}
+		var u *usageError
+		if errors.As(err, &u) {
+			fmt.Fprintf(stderr, "refretry: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "refretry: %v\n", err)
+		return exitFatal
+	}
+	return 0
+}
+
+// exitCoder is an error that carries the exit code to use (its message, if any, has
+// already been printed).
+type exitCoder interface{ ExitCode() int }
+
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+func (e exitError) ExitCode() int { return int(e) }
+
+// ownOptions are refretry's options that take a value, by their spellings.
+var ownOptions = map[string]bool{
+	"-C": true, "--directory": true, "--git": true, "--timeout": true, "--max-attempts": true,
+	"--initial-delay": true, "--max-delay": true, "--stale-after": true,
+}
+
+// splitArgs separates refretry's own options (which come first), the optional command
+// word, and the update-ref arguments (everything from the first other argument on).
+func splitArgs(args []string) (own []string, cmdWord string, rest []string) {
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case a == "--help":
+			own = append(own, a)
+			i++
+			continue
+		case strings.HasPrefix(a, "-C") && len(a) > 2:
+			own = append(own, "-C", a[2:])
+			i++
+			continue
+		case ownOptions[name] && strings.HasPrefix(a, "--") && hasValue:
+			own = append(own, a)
+			i++
+			continue
+		case ownOptions[a] && i+1 < len(args):
+			own = append(own, a, args[i+1])
+			i += 2
+			continue
+		case ownOptions[a]:
+			own = append(own, a) // kong reports the missing value
+			i++
+			continue
+		}
+		break
+	}
+	if i < len(args) && (args[i] == "update-ref" || args[i] == "version") {
+		cmdWord = args[i]
+		i++
+	}
+	return own, cmdWord, args[i:]
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/transaction"
+)
+
+// defaultStaleAfter is how old a lock must be before refretry calls it stale. git holds
+// ref locks for milliseconds; docs/defaults.md has the measurements.
+const defaultStaleAfter = 2 * time.Minute
+
+func defaultVars() map[string]string {
+	p := retry.DefaultPolicy()
+	return map[string]string{
+		"timeout":  p.Timeout.String(),
+		"attempts": strconv.Itoa(p.MaxAttempts),
+		"initial":  p.InitialDelay.String(),
+		"maxdelay": p.MaxDelay.String(),
+		"stale":    defaultStaleAfter.String(),
+	}
+}
+
+// setting is one policy knob and the three places it may come from, in precedence
+// order after the flag.
+type setting struct {
+	flag   string // the --name, for messages
+	value  string // from the command line, "" if not given
+	envKey string
+	cfgKey string // lower-case, as git config --get-regexp prints it
+	apply  func(s *transaction.Settings, v string) error
+}
+
+func settingsTable(g *Globals) []setting {
+	dur := func(set func(*transaction.Settings, time.Duration)) func(*transaction.Settings, string) error {
+		return func(s *transaction.Settings, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return fmt.Errorf("not a non-negative duration such as 500ms, 30s or 2m")
+			}
+			set(s, d)
+			return nil
+		}
+	}
+	return []setting{
+		{"--timeout", g.Timeout, "REFRETRY_TIMEOUT", "refretry.timeout",
+			dur(func(s *transaction.Settings, d time.Duration) { s.Policy.Timeout = d })},
+		{"--max-attempts", g.MaxAttempts, "REFRETRY_MAX_ATTEMPTS", "refretry.maxattempts",
+			func(s *transaction.Settings, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 {
+					return fmt.Errorf("not a non-negative integer")
+				}
+				s.Policy.MaxAttempts = n
+				return nil
+			}},
+		{"--initial-delay", g.InitialDelay, "REFRETRY_INITIAL_DELAY", "refretry.initialdelay",
+			dur(func(s *transaction.Settings, d time.Duration) { s.Policy.InitialDelay = d })},
+		{"--max-delay", g.MaxDelay, "REFRETRY_MAX_DELAY", "refretry.maxdelay",
+			dur(func(s *transaction.Settings, d time.Duration) { s.Policy.MaxDelay = d })},
+		{"--stale-after", g.StaleAfter, "REFRETRY_STALE_AFTER", "refretry.staleafter",
+			dur(func(s *transaction.Settings, d time.Duration) { s.StaleAfter = d })},
+	}
+}
+
+// checkFlags validates the values given on the command line and in the environment,
+// which are known before git runs: a bad one is a usage error (exit 129).
+func checkFlags(g *Globals, e env) error {
+	var scratch transaction.Settings
+	for _, st := range settingsTable(g) {
+		if st.value != "" {
+			if err := st.apply(&scratch, st.value); err != nil {
+				return &usageError{fmt.Sprintf("%s %q: %v", st.flag, st.value, err)}
+			}
+		} else if v := e.get(st.envKey); v != "" {
+			if err := st.apply(&scratch, v); err != nil {
+				return &usageError{fmt.Sprintf("%s=%q: %v", st.envKey, v, err)}
+			}
+		}
+	}
+	return nil
+}
+
+// resolveSettings applies flag > environment > git config > default. git config is read
+// only here, and this runs only after a lock-contention failure, so the common case
+// (first attempt succeeds) starts no extra git process.
+func resolveSettings(ctx context.Context, g *Globals, e env, git string) (transaction.Settings, error) {
+	s := transaction.Settings{Policy: retry.DefaultPolicy(), StaleAfter: defaultStaleAfter}
+	var cfg map[string]string
+	for _, st := range settingsTable(g) {
+		v, from := st.value, st.flag
+		if v == "" {
+			v, from = e.get(st.envKey), st.envKey
+		}
+		if v == "" {
+			if cfg == nil {
+				cfg = readConfig(ctx, g, e, git)
+			}
+			v, from = cfg[st.cfgKey], st.cfgKey
+		}
+		if v == "" {
+			continue
+		}
+		if err := st.apply(&s, v); err != nil {
+			return s, fmt.Errorf("bad value %q for %s: %v", v, from, err)
+		}
+	}
+	if err := s.Policy.Validate(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// readConfig returns the refretry.* variables git config sees for the repository,
+// keys lower-cased as git prints them. A failure reads as no configuration: the
+// defaults then apply.
+func readConfig(ctx context.Context, g *Globals, e env, git string) map[string]string {
+	cfg := map[string]string{}
+	out, err := gitexec.Command(ctx, git, g.Dirs, e, "config", "--get-regexp", `^refretry\.`).Output()
+	if err != nil {
+		return cfg
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		if k != "" {
+			cfg[k] = v // later lines (more specific files) win
+		}
+	}
+	return cfg
+}

@@ -1,0 +1,87 @@
+// Package gitexec builds every git process refretry starts, so that all of them get the
+// same environment and the same termination behaviour.
+package gitexec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// WaitDelay bounds how long Wait waits for a git that ignored SIGTERM, and for its
+// output pipes to close, before giving up on it.
+const WaitDelay = 10 * time.Second
+
+// Env returns env with LC_ALL=C set and LANGUAGE removed, so that git's messages are
+// untranslated (LC_ALL=C makes glibc ignore LANGUAGE; removing it is belt and braces).
+// Everything else the caller had (GIT_DIR, GIT_CONFIG_PARAMETERS, hooks' variables)
+// is kept.
+func Env(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "LC_ALL=") || strings.HasPrefix(kv, "LANGUAGE=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "LC_ALL=C")
+}
+
+// Command returns a git command. Cancelling ctx sends SIGTERM, not SIGKILL: git removes
+// its .lock files on SIGTERM and leaves them behind on SIGKILL.
+func Command(ctx context.Context, git string, dirs []string, env []string, args ...string) *exec.Cmd {
+	full := make([]string, 0, 2*len(dirs)+len(args))
+	for _, d := range dirs {
+		full = append(full, "-C", d)
+	}
+	full = append(full, args...)
+	cmd := exec.CommandContext(ctx, git, full...)
+	cmd.Env = Env(env)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = WaitDelay
+	return cmd
+}
+
+// ExitCode returns the exit status a shell would report for a finished process: its
+// exit code, or 128+n for death by signal n. ok is false when the process never ran.
+func ExitCode(ps *os.ProcessState) (code int, ok bool) {
+	if ps == nil {
+		return 0, false
+	}
+	if ws, isWS := ps.Sys().(syscall.WaitStatus); isWS && ws.Signaled() {
+		return 128 + int(ws.Signal()), true
+	}
+	return ps.ExitCode(), true
+}
+
+// WithConfig returns env with git configuration added through GIT_CONFIG_COUNT (git
+// 2.31+), after any entries the caller already set there. Like `git -c`, it beats the
+// configuration files; a caller's own `git -c` (GIT_CONFIG_PARAMETERS) still wins. If
+// the caller's GIT_CONFIG_COUNT is malformed, env is returned unchanged and git
+// reports the error as it would have anyway.
+func WithConfig(env []string, kv ...[2]string) []string {
+	count := 0
+	out := make([]string, 0, len(env)+2*len(kv)+1)
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "GIT_CONFIG_COUNT="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return env
+			}
+			count = n
+			continue
+		}
+		out = append(out, e)
+	}
+	for i, p := range kv {
+		out = append(out,
+			fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", count+i, p[0]),
+			fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", count+i, p[1]))
+	}
+	return append(out, fmt.Sprintf("GIT_CONFIG_COUNT=%d", count+len(kv)))
+}

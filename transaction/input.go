@@ -1,0 +1,109 @@
+package transaction
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// Control is the kind of a transaction-control command in update-ref's input.
+type Control int
+
+const (
+	NotControl Control = iota // update, create, delete, verify, symref-*, option, or unknown
+	Start
+	Prepare
+	Commit
+	Abort
+)
+
+// commandArgs is update-ref's command table: the name of each command and how many
+// arguments it takes (in -z mode, the fields after the first that belong to it).
+var commandArgs = []struct {
+	name string
+	args int
+}{
+	{"update", 3}, {"create", 2}, {"delete", 2}, {"verify", 2},
+	{"symref-update", 4}, {"symref-create", 2}, {"symref-delete", 2}, {"symref-verify", 2},
+	{"option", 1},
+	{"start", 0}, {"prepare", 0}, {"abort", 0}, {"commit", 0},
+}
+
+// Reader splits update-ref --stdin input into commands exactly as git frames them,
+// without interpreting their arguments: each command comes back as the raw bytes git
+// will read for it, terminators included. Bytes git would reject are returned as they
+// are, and git reports the error.
+type Reader struct {
+	r   *bufio.Reader
+	nul bool
+}
+
+// NewReader reads commands from r; nul selects -z framing.
+func NewReader(r io.Reader, nul bool) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), nul: nul}
+}
+
+// Next appends the next command to buf and returns it with its kind. At the end of the
+// input it returns io.EOF, together with any final unterminated bytes.
+func (r *Reader) Next(buf []byte) ([]byte, Control, error) {
+	term := byte('\n')
+	if r.nul {
+		term = 0
+	}
+	start := len(buf)
+	buf, err := r.field(buf, term)
+	if err != nil {
+		return buf, NotControl, err
+	}
+	first := buf[start:]
+	args, ctl := identify(first, term)
+	for j := 1; r.nul && j < args; j++ {
+		if buf, err = r.field(buf, term); err != nil {
+			return buf, ctl, err
+		}
+	}
+	return buf, ctl, nil
+}
+
+// field appends bytes up to and including the next term.
+func (r *Reader) field(buf []byte, term byte) ([]byte, error) {
+	for {
+		chunk, err := r.r.ReadSlice(term)
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return buf, err
+	}
+}
+
+// identify matches the first field of a command against the command table the way
+// update-ref does: by prefix, followed by SP for commands with arguments and by the
+// terminator for those without.
+func identify(first []byte, term byte) (args int, ctl Control) {
+	for _, c := range commandArgs {
+		if !bytes.HasPrefix(first, []byte(c.name)) || len(first) <= len(c.name) {
+			continue
+		}
+		want := byte(' ')
+		if c.args == 0 {
+			want = term
+		}
+		if first[len(c.name)] != want {
+			continue
+		}
+		switch c.name {
+		case "start":
+			ctl = Start
+		case "prepare":
+			ctl = Prepare
+		case "commit":
+			ctl = Commit
+		case "abort":
+			ctl = Abort
+		}
+		return c.args, ctl
+	}
+	return 0, NotControl
+}

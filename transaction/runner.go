@@ -1,0 +1,225 @@
+package transaction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/retry"
+)
+
+// Settings are the knobs a Runner needs only once something has failed.
+type Settings struct {
+	Policy     retry.Policy
+	StaleAfter time.Duration
+}
+
+// Runner runs one `git update-ref` invocation, retrying lock contention.
+type Runner struct {
+	Git  string   // git executable: a path, or a name looked up in PATH
+	Dirs []string // -C directories, in order
+	Env  []string // the caller's whole environment
+
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// Settings supplies the retry policy and stale-lock limit. It is called at most
+	// once, after the first lock-contention failure, so that reading them (from git
+	// config, say) costs nothing when the first attempt succeeds.
+	Settings func() (Settings, error)
+	// OnAttempt, if set, is called after every attempt. Attempt.Err is a *Error.
+	OnAttempt func(retry.Attempt)
+	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
+	Clock retry.Clock
+	Rand  func() float64
+
+	// SpoolMemory and SpoolDir configure where large input is kept between attempts.
+	SpoolMemory int
+	SpoolDir    string
+
+	start            time.Time
+	settingsOnce     sync.Once
+	settings         Settings
+	settingsErr      error
+	reftableLockPath *string
+}
+
+// ErrGitNotFound is wrapped by the error Run returns when git cannot be started.
+var ErrGitNotFound = errors.New("git could not be started")
+
+// Run runs update-ref with args (the caller's arguments, verbatim) until it succeeds,
+// fails for a reason other than lock contention, or the retry budget is spent. git's
+// stdout and stderr reach the Runner's writers as git wrote them, from the final
+// attempt only. It returns the exit code to exit with and an error describing the
+// failure: a *Error, a *retry.ExhaustedError wrapping one, or an error wrapping
+// ErrGitNotFound.
+func (r *Runner) Run(ctx context.Context, args Args) (int, error) {
+	r.start = time.Now()
+	switch {
+	case !args.Understood:
+		return r.passthrough(ctx, args)
+	case args.Stdin:
+		return r.session(ctx, args)
+	default:
+		return r.single(ctx, args)
+	}
+}
+
+func (r *Runner) command(ctx context.Context, args ...string) *exec.Cmd {
+	return gitexec.Command(ctx, r.Git, r.Dirs, r.Env, args...)
+}
+
+func (r *Runner) updateRef(ctx context.Context, args Args) *exec.Cmd {
+	return r.command(ctx, append([]string{"update-ref"}, args.Raw...)...)
+}
+
+// retryCommand is updateRef for attempts after a lock-contention failure. git's own
+// lock waits are raised to the remaining retry budget (the deadline bounds git's wait,
+// as it bounds the loop): a retried writer then queues on the lock inside git, which
+// polls it far more cheaply than a new process per attempt. The arguments, and so
+// git's messages, stay the caller's.
+func (r *Runner) retryCommand(ctx context.Context, args Args, attempt int) *exec.Cmd {
+	cmd := r.updateRef(ctx, args)
+	if attempt < 2 {
+		return cmd
+	}
+	s, err := r.loadSettings()
+	if err != nil {
+		return cmd
+	}
+	wait := s.Policy.MaxDelay
+	if s.Policy.Timeout > 0 {
+		wait = s.Policy.Timeout - time.Since(r.start)
+	}
+	if wait < 0 {
+		wait = 0
+	}
+	ms := strconv.FormatInt(wait.Milliseconds(), 10)
+	cmd.Env = gitexec.WithConfig(cmd.Env,
+		[2]string{"reftable.lockTimeout", ms},
+		[2]string{"core.filesRefLockTimeout", ms},
+		[2]string{"core.packedRefsTimeout", ms})
+	return cmd
+}
+
+// passthrough runs git once with the caller's streams: for arguments refretry cannot
+// read with certainty, git alone decides what they mean.
+func (r *Runner) passthrough(ctx context.Context, args Args) (int, error) {
+	cmd := r.updateRef(ctx, args)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, r.Stdout, r.Stderr
+	return finish(cmd, cmd.Run(), nil)
+}
+
+// finish turns a finished command into an exit code, classifying a failure.
+func finish(cmd *exec.Cmd, runErr error, stderr []byte) (int, error) {
+	code, ran := gitexec.ExitCode(cmd.ProcessState)
+	if !ran {
+		return 128, fmt.Errorf("%w: %w", ErrGitNotFound, runErr)
+	}
+	if code == 0 {
+		return 0, nil
+	}
+	return code, Classify(code, stderr)
+}
+
+func (r *Runner) loadSettings() (Settings, error) {
+	r.settingsOnce.Do(func() {
+		if r.Settings == nil {
+			r.settings = Settings{Policy: retry.DefaultPolicy()}
+			return
+		}
+		r.settings, r.settingsErr = r.Settings()
+	})
+	return r.settings, r.settingsErr
+}
+
+// retrier returns the retry loop; classify is called on every failure.
+func (r *Runner) retrier(ctx context.Context) *retry.Retrier {
+	return &retry.Retrier{
+		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
+			var e *Error
+			if errors.As(err, &e) && e.Class == ClassLockContention {
+				return retry.Transient
+			}
+			return retry.Permanent
+		}),
+		Clock:     r.Clock,
+		Rand:      r.Rand,
+		OnAttempt: r.OnAttempt,
+		Resolve: func() (retry.Policy, error) {
+			s, err := r.loadSettings()
+			return s.Policy, err
+		},
+	}
+}
+
+// checkStale turns a lock-contention failure into a stale-lock one when the lock's
+// holder is known to be gone, so that no time is spent waiting for it.
+func (r *Runner) checkStale(ctx context.Context, e *Error) {
+	var l *LockedError
+	if e == nil || e.Class != ClassLockContention || !errors.As(e, &l) {
+		return
+	}
+	s, err := r.loadSettings()
+	if err != nil {
+		return // reported by the retry loop
+	}
+	if l.Lock == "" {
+		l.Lock = r.reftableLock(ctx)
+	}
+	inspectLock(l, s.StaleAfter, time.Now())
+	if l.Stale {
+		e.Class = ClassStaleLock
+	}
+}
+
+// single runs the one-ref and -d forms. They do not read standard input, so each
+// attempt gets the caller's; their output is held until the attempt is known final.
+func (r *Runner) single(ctx context.Context, args Args) (int, error) {
+	var out, errOut *Spool
+	defer func() { closeSpools(out, errOut) }()
+	code := 0
+	_, err := r.retrier(ctx).Do(ctx, func(ctx context.Context, n int) error {
+		closeSpools(out, errOut)
+		out, errOut = NewSpool(r.SpoolMemory, r.SpoolDir), NewSpool(r.SpoolMemory, r.SpoolDir)
+		cmd := r.retryCommand(ctx, args, n)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, out, errOut
+		runErr := cmd.Run()
+		var err error
+		code, err = finish(cmd, runErr, errOut.Tail(classifyTail))
+		var e *Error
+		if errors.As(err, &e) {
+			r.checkStale(ctx, e)
+		}
+		return err
+	})
+	if errors.Is(err, ErrGitNotFound) {
+		return code, err
+	}
+	if _, werr := out.WriteTo(r.Stdout); werr != nil && err == nil {
+		err = werr
+	}
+	if _, werr := errOut.WriteTo(r.Stderr); werr != nil && err == nil {
+		err = werr
+	}
+	return code, err
+}
+
+// classifyTail is how much of the end of stderr the classifier reads: git's final
+// message, with its advice, is far shorter.
+const classifyTail = 64 << 10
+
+func closeSpools(ss ...*Spool) {
+	for _, s := range ss {
+		if s != nil {
+			s.Close()
+		}
+	}
+}

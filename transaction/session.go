@@ -1,0 +1,260 @@
+package transaction
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// session proxies `update-ref --stdin`. Every command read from the caller is appended
+// to a log and passed to the running git at once, so git sees the stream as the caller
+// sends it. A transaction is durable once git answers its commit or abort; the log
+// keeps every command since the last durable point. When git fails with lock
+// contention, a fresh git receives that part of the log again and the caller's stream
+// continues into it: the caller sees each "<verb>: ok" line once, in order, and
+// nothing from the failed attempt.
+type session struct {
+	r    *Runner
+	args Args
+
+	// wmu serialises what goes to git's stdin: appending to the log, writing to the
+	// running git, and replaying the log to a new one. mu is never held while writing
+	// to git, so that a git blocked on a full stdout pipe cannot deadlock with a
+	// writer blocked on its stdin.
+	wmu   sync.Mutex
+	log   *Spool
+	eof   bool // the caller's input has ended
+	inErr error
+	stdin io.WriteCloser // the running git's stdin, nil between attempts
+
+	mu        sync.Mutex
+	base      int64   // log offset where the current segment starts
+	bounds    []int64 // log offsets just past each sent commit/abort not yet answered
+	delivered int     // stdout lines given to the caller in the current segment
+	errOut    *Spool  // stderr of the running git not yet given to the caller
+	acks      int     // durable points reached
+	outErr    error   // writing to the caller failed
+}
+
+func (r *Runner) session(ctx context.Context, args Args) (int, error) {
+	s := &session{r: r, args: args, log: NewSpool(r.SpoolMemory, r.SpoolDir)}
+	defer s.log.Close()
+
+	// The caller's input is read as fast as it comes, independently of git.
+	go s.readInput(ctx)
+
+	code := 0
+	for {
+		startAcks := s.ackCount()
+		_, err := s.r.retrier(ctx).Do(ctx, func(ctx context.Context, n int) error {
+			var err error
+			code, err = s.attempt(ctx, n)
+			var e *Error
+			if errors.As(err, &e) {
+				r.checkStale(ctx, e)
+				if e.Class == ClassLockContention && s.ackCount() > startAcks {
+					// Some transactions were committed before this failure: the next
+					// one starts a fresh retry budget.
+					return &progressError{err}
+				}
+			}
+			return err
+		})
+		var p *progressError
+		if errors.As(err, &p) {
+			continue
+		}
+		return s.finish(code, err)
+	}
+}
+
+// finish gives the caller git's remaining stderr and picks the outcome.
+func (s *session) finish(code int, err error) (int, error) {
+	s.wmu.Lock()
+	inErr := s.inErr
+	s.wmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.errOut != nil {
+		_, _ = s.errOut.WriteTo(s.r.Stderr)
+		s.errOut.Close()
+	}
+	switch {
+	case err != nil:
+		return code, err
+	case inErr != nil:
+		// git committed what it was given; the caller must know the input was cut.
+		return 128, inErr
+	case s.outErr != nil:
+		return 128, fmt.Errorf("writing standard output: %w", s.outErr)
+	}
+	return code, nil
+}
+
+// progressError marks a contention failure that followed committed transactions.
+type progressError struct{ err error }
+
+func (p *progressError) Error() string { return p.err.Error() }
+func (p *progressError) Unwrap() error { return p.err }
+
+func (s *session) ackCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acks
+}
+
+// readInput copies the caller's commands into the log and to the running git.
+func (s *session) readInput(ctx context.Context) {
+	rd := NewReader(s.r.Stdin, s.args.NUL)
+	var buf []byte
+	for {
+		line, ctl, err := rd.Next(buf[:0])
+		buf = line
+		s.wmu.Lock()
+		if len(line) > 0 {
+			if _, werr := s.log.Write(line); werr != nil && s.inErr == nil {
+				s.inErr = werr
+			}
+			if ctl == Commit || ctl == Abort {
+				end := s.log.Len()
+				s.mu.Lock()
+				s.bounds = append(s.bounds, end)
+				s.mu.Unlock()
+			}
+			if s.stdin != nil {
+				_, _ = s.stdin.Write(line) // a git that died is noticed when it exits
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && s.inErr == nil {
+				s.inErr = fmt.Errorf("reading standard input: %w", err)
+			}
+			s.eof = true
+			if s.stdin != nil {
+				s.stdin.Close()
+			}
+			s.wmu.Unlock()
+			return
+		}
+		s.wmu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// attempt runs one git process: it replays the current segment of the log, then
+// receives the rest of the caller's input until the caller's input ends.
+func (s *session) attempt(ctx context.Context, n int) (int, error) {
+	cmd := s.r.retryCommand(ctx, s.args, n)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return 128, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 128, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return 128, err
+	}
+	s.mu.Lock()
+	if s.errOut != nil {
+		s.errOut.Close()
+	}
+	s.errOut = NewSpool(s.r.SpoolMemory, s.r.SpoolDir)
+	skip := s.delivered
+	s.mu.Unlock()
+
+	if err := cmd.Start(); err != nil {
+		return finish(cmd, err, nil)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.relayStdout(stdout, skip) }()
+	go func() { defer wg.Done(); s.collectStderr(stderr) }()
+
+	s.wmu.Lock()
+	s.mu.Lock()
+	base := s.base
+	s.mu.Unlock()
+	_, _ = io.Copy(stdin, s.log.ReaderFrom(base))
+	if s.eof {
+		stdin.Close()
+	} else {
+		s.stdin = stdin
+	}
+	s.wmu.Unlock()
+
+	wg.Wait()
+	runErr := cmd.Wait()
+	s.wmu.Lock()
+	s.stdin = nil
+	s.wmu.Unlock()
+	stdin.Close()
+	s.mu.Lock()
+	tail := s.errOut.Tail(classifyTail)
+	s.mu.Unlock()
+	return finish(cmd, runErr, tail)
+}
+
+// relayStdout passes git's stdout lines to the caller, dropping the first skip lines
+// (already delivered by an earlier attempt), and marks durable points.
+func (s *session) relayStdout(out io.Reader, skip int) {
+	br := bufio.NewReader(out)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			s.mu.Lock()
+			if skip > 0 {
+				skip--
+			} else {
+				if _, werr := s.r.Stdout.Write(line); werr != nil && s.outErr == nil {
+					s.outErr = werr
+				}
+				s.delivered++
+				if bytes.Equal(line, []byte("commit: ok\n")) || bytes.Equal(line, []byte("abort: ok\n")) {
+					s.durable()
+				}
+			}
+			s.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// durable records that the oldest outstanding commit or abort was answered: the log
+// before it will never be replayed, and git's stderr so far belongs to the caller.
+// Called with s.mu held.
+func (s *session) durable() {
+	if len(s.bounds) > 0 {
+		s.base, s.bounds = s.bounds[0], s.bounds[1:]
+	}
+	s.delivered = 0
+	s.acks++
+	_, _ = s.errOut.WriteTo(s.r.Stderr)
+	s.errOut.Close()
+	s.errOut = NewSpool(s.r.SpoolMemory, s.r.SpoolDir)
+}
+
+func (s *session) collectStderr(errOut io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := errOut.Read(buf)
+		if n > 0 {
+			s.mu.Lock()
+			_, _ = s.errOut.Write(buf[:n])
+			s.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/transaction"
+)
+
+// UpdateRefCmd runs git update-ref with the caller's arguments.
+type UpdateRefCmd struct {
+	// Args are update-ref's arguments, verbatim; run fills them in, kong never sees them.
+	Args []string `kong:"-"`
+}
+
+// Run runs the update, retrying lock contention.
+func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) error {
+	if err := checkFlags(g, e); err != nil {
+		return err
+	}
+	git := g.Git
+	if git == "" {
+		git = e.get("REFRETRY_GIT")
+	}
+	if git == "" {
+		git = "git"
+	}
+	r := &transaction.Runner{
+		Git: git, Dirs: g.Dirs, Env: e,
+		Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr,
+		Settings: func() (transaction.Settings, error) {
+			return resolveSettings(ctx, g, e, git)
+		},
+		OnAttempt: func(a retry.Attempt) { reportAttempt(s.Stderr, a) },
+	}
+	code, err := r.Run(ctx, transaction.ParseArgs(c.Args))
+	if err != nil {
+		report(s.Stderr, git, err)
+	}
+	if errors.Is(err, transaction.ErrGitNotFound) {
+		return exitError(exitGitMissing)
+	}
+	if code != 0 {
+		return exitError(code)
+	}
+	return nil
+}
+
+// reportAttempt prints one line per retry: which attempt failed, why, and how long
+// refretry waits before the next.
+func reportAttempt(w io.Writer, a retry.Attempt) {
+	if a.Final || a.Err == nil {
+		return
+	}
+	fmt.Fprintf(w, "refretry: attempt %d failed (%s); retrying in %v\n",
+		a.Number, cause(a.Err), a.Delay.Round(time.Millisecond))
+}
+
+// report prints refretry's own line about a final failure, after git's output: a
+// summary when it gave up on contention, the facts about a stale lock, or why git
+// could not run. Failures git alone explains get nothing extra.
+func report(w io.Writer, git string, err error) {
+	var ex *retry.ExhaustedError
+	var te *transaction.Error
+	var l *transaction.LockedError
+	switch {
+	case errors.Is(err, transaction.ErrGitNotFound):
+		fmt.Fprintf(w, "refretry: cannot run git (%s): %v\n", git, errors.Unwrap(err))
+	case errors.As(err, &ex):
+		fmt.Fprintf(w, "refretry: gave up after %d attempts in %v (%s); last failure: %s\n",
+			ex.Attempts, ex.Elapsed.Round(time.Millisecond), ex.Reason, cause(ex.Err))
+	case errors.As(err, &te) && te.Class == transaction.ClassStaleLock && errors.As(err, &l):
+		fmt.Fprintf(w, "refretry: %s\n", staleAdvice(l))
+	case errors.As(err, &te):
+		// git's message says it all.
+	default:
+		fmt.Fprintf(w, "refretry: %v\n", err)
+	}
+}
+
+// cause is a one-line reason for an attempt's failure.
+func cause(err error) string {
+	var te *transaction.Error
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	var l *transaction.LockedError
+	if errors.As(err, &l) && l.Lock != "" {
+		return fmt.Sprintf("%s on %s", te.Class, l.Lock)
+	}
+	return fmt.Sprintf("%s: %s", te.Class, firstLine(te.Message))
+}
+
+func staleAdvice(l *transaction.LockedError) string {
+	msg := fmt.Sprintf("stale lock %s", l.Lock)
+	var facts []string
+	if l.Age > 0 {
+		facts = append(facts, "age "+l.Age.Round(time.Second).String())
+	}
+	if l.PID > 0 {
+		facts = append(facts, fmt.Sprintf("holder pid %d", l.PID))
+	}
+	if len(facts) > 0 {
+		msg += " (" + join(facts, ", ") + ")"
+	}
+	msg += ": " + l.StaleReason
+	if l.Lock != "" {
+		msg += fmt.Sprintf("; make sure no git process is using this repository, then remove it: rm -f %s", shellQuote(l.Lock))
+		if pidFile := pidFileOf(l.Lock); pidFile != "" {
+			msg += " " + shellQuote(pidFile)
+		}
+	}
+	return msg
+}

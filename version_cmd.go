@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// version is set at build time with -ldflags "-X main.version=…"; otherwise the module
+// version from the build information is used.
+var version = ""
+
+// VersionCmd prints refretry's version.
+type VersionCmd struct{}
+
+// Run prints the version.
+func (VersionCmd) Run(s Streams) error {
+	v := version
+	if v == "" {
+		v = "(devel)"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+	}
+	_, err := fmt.Fprintf(s.Stdout, "refretry version %s\n", v)
+	return err
+}
