@@ -80,26 +80,24 @@ func (r *Runner) updateRef(ctx context.Context, args Args) *exec.Cmd {
 	return r.command(ctx, append([]string{"update-ref"}, args.Raw...)...)
 }
 
-// retryCommand is updateRef for attempts after a lock-contention failure. git's own
-// lock waits are raised to the remaining retry budget (the deadline bounds git's wait,
-// as it bounds the loop): a retried writer then queues on the lock inside git, which
-// polls it far more cheaply than a new process per attempt. The arguments, and so
-// git's messages, stay the caller's.
+// FirstLockWait is how long git itself waits for a lock in the first attempt. Each
+// later attempt doubles it, always bounded by what is left of the retry budget.
+const FirstLockWait = time.Second
+
+// retryCommand is updateRef with git's own lock waits (reftable.lockTimeout,
+// core.filesRefLockTimeout, core.packedRefsTimeout) set to the attempt's window:
+// FirstLockWait × 2^(attempt-1), bounded by the remaining budget. Waiting inside git
+// polls the lock far more cheaply than a new process per attempt (docs/defaults.md has
+// the measurements); between windows refretry backs off with jitter and checks whether
+// the lock has gone stale. The settings travel in GIT_CONFIG_COUNT, so the arguments,
+// and git's messages, stay the caller's.
 func (r *Runner) retryCommand(ctx context.Context, args Args, attempt int) *exec.Cmd {
 	cmd := r.updateRef(ctx, args)
-	if attempt < 2 {
-		return cmd
-	}
-	s, err := r.loadSettings()
-	if err != nil {
-		return cmd
-	}
-	wait := s.Policy.MaxDelay
-	if s.Policy.Timeout > 0 {
-		wait = s.Policy.Timeout - time.Since(r.start)
-	}
-	if wait < 0 {
-		wait = 0
+	wait := FirstLockWait << min(attempt-1, 20)
+	if attempt > 1 {
+		if s, err := r.loadSettings(); err == nil && s.Policy.Timeout > 0 {
+			wait = min(wait, max(s.Policy.Timeout-time.Since(r.start), 0))
+		}
 	}
 	ms := strconv.FormatInt(wait.Milliseconds(), 10)
 	cmd.Env = gitexec.WithConfig(cmd.Env,

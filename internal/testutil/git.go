@@ -1,0 +1,186 @@
+// Package testutil makes real git repositories for tests and finds the git binaries
+// they run against.
+package testutil
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Git is a git binary under test.
+type Git struct {
+	Path     string
+	Version  string // "2.39.5"
+	Reftable bool   // supports --ref-format=reftable
+}
+
+// Name is a short label for subtests.
+func (g Git) Name() string { return "git" + g.Version }
+
+// NewGit returns git 2.55, from REFRETRY_TEST_GIT or the cache scripts/get-git.sh fills.
+// It fails the test rather than skipping: the reftable tests are the point.
+func NewGit(t testing.TB) Git {
+	t.Helper()
+	path := os.Getenv("REFRETRY_TEST_GIT")
+	if path == "" {
+		home, _ := os.UserHomeDir()
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			cache = filepath.Join(home, ".cache")
+		}
+		path = filepath.Join(cache, "refretry", "git-2.55.0", "bin", "git")
+	}
+	g := probe(t, path)
+	if !g.Reftable {
+		t.Fatalf("git at %s (%s) has no reftable support: run scripts/get-git.sh, or set REFRETRY_TEST_GIT", path, g.Version)
+	}
+	return g
+}
+
+// SystemGit returns the system git (2.39 on these machines), which lacks reftable.
+func SystemGit(t testing.TB) Git {
+	t.Helper()
+	path := os.Getenv("REFRETRY_TEST_OLD_GIT")
+	if path == "" {
+		path = "/usr/bin/git"
+	}
+	return probe(t, path)
+}
+
+// Gits returns both git binaries under test.
+func Gits(t testing.TB) []Git { return []Git{SystemGit(t), NewGit(t)} }
+
+func probe(t testing.TB, path string) Git {
+	t.Helper()
+	out, err := exec.Command(path, "version").Output()
+	if err != nil {
+		t.Fatalf("git %s: %v", path, err)
+	}
+	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "git version ")
+	g := Git{Path: path, Version: v}
+	dir := t.TempDir()
+	g.Reftable = exec.Command(path, "init", "-q", "--ref-format=reftable", dir).Run() == nil
+	return g
+}
+
+// Env is a fixed environment for test repositories: no user or system config, fixed
+// identities and dates so object ids are the same on every run, C locale.
+func Env(home string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "GIT_") || strings.HasPrefix(kv, "REFRETRY_") ||
+			strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=A U Thor", "GIT_AUTHOR_EMAIL=author@example.com",
+		"GIT_AUTHOR_DATE=1700000000 +0000", "GIT_COMMITTER_NAME=C O Mitter",
+		"GIT_COMMITTER_EMAIL=committer@example.com", "GIT_COMMITTER_DATE=1700000000 +0000",
+		"LC_ALL=C")
+}
+
+// Repo is a temporary repository with one commit on main.
+type Repo struct {
+	t       testing.TB
+	Git     Git
+	Dir     string // the work tree
+	GitDir  string // .git
+	Env     []string
+	Backend string
+	Commit  string // the first commit's oid
+}
+
+// NewRepo makes a repository with the given backend ("files" or "reftable").
+func NewRepo(t testing.TB, g Git, backend string) *Repo {
+	t.Helper()
+	root := t.TempDir()
+	r := &Repo{t: t, Git: g, Dir: filepath.Join(root, "repo"), Env: Env(root), Backend: backend}
+	r.GitDir = filepath.Join(r.Dir, ".git")
+	args := []string{"init", "-q", "-b", "main"}
+	if backend == "reftable" {
+		args = append(args, "--ref-format=reftable")
+	}
+	r.run(root, append(args, r.Dir)...)
+	r.Run("commit", "-q", "--allow-empty", "-m", "first")
+	r.Commit = r.Run("rev-parse", "HEAD")
+	return r
+}
+
+func (r *Repo) run(dir string, args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command(r.Git.Path, args...)
+	cmd.Dir, cmd.Env = dir, r.Env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Run runs git in the repository and returns its trimmed stdout; failure fails the test.
+func (r *Repo) Run(args ...string) string { r.t.Helper(); return r.run(r.Dir, args...) }
+
+// NewCommit makes another commit and returns its oid.
+func (r *Repo) NewCommit(msg string) string {
+	r.t.Helper()
+	r.Run("commit", "-q", "--allow-empty", "-m", msg)
+	return r.Run("rev-parse", "HEAD")
+}
+
+// Refs returns every ref under prefix with its value.
+func (r *Repo) Refs(prefix string) map[string]string {
+	r.t.Helper()
+	refs := map[string]string{}
+	out := r.Run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+	for _, line := range strings.Split(out, "\n") {
+		if name, oid, ok := strings.Cut(line, " "); ok {
+			refs[name] = oid
+		}
+	}
+	return refs
+}
+
+// LockPath is the lock file a writer of ref must take: tables.list.lock for reftable,
+// <ref>.lock for files.
+func (r *Repo) LockPath(ref string) string {
+	if r.Backend == "reftable" {
+		return filepath.Join(r.GitDir, "reftable", "tables.list.lock")
+	}
+	return filepath.Join(r.GitDir, filepath.FromSlash(ref)+".lock")
+}
+
+// Hold creates a lock file by hand, as a stuck or dead writer would leave it, and
+// returns a function that removes it.
+func (r *Repo) Hold(path string) (release func()) {
+	r.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	return func() { os.Remove(path) }
+}
+
+// Clone copies the repository's directory tree, so that a command can be run on two
+// identical repositories and the results compared.
+func (r *Repo) Clone() *Repo {
+	r.t.Helper()
+	c := *r
+	root := r.t.TempDir()
+	c.Dir = filepath.Join(root, "repo")
+	c.GitDir = filepath.Join(c.Dir, ".git")
+	if out, err := exec.Command("cp", "-a", r.Dir, c.Dir).CombinedOutput(); err != nil {
+		r.t.Fatalf("cp: %v\n%s", err, out)
+	}
+	return &c
+}

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/refretry/refretry/internal/testutil"
+)
+
+// binary is the refretry executable built once for the tests that need processes.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "refretry-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binary = filepath.Join(dir, "refretry")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building refretry: %v\n%s", err, out)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what a process left behind.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runIn runs name (git or refretry) in repo with args and stdin.
+func runIn(t *testing.T, r *testutil.Repo, stdin string, name string, args ...string) result {
+	t.Helper()
+	var cmd *exec.Cmd
+	if name == "git" {
+		cmd = exec.Command(r.Git.Path, append([]string{"update-ref"}, args...)...)
+	} else {
+		cmd = exec.Command(binary, args...)
+	}
+	cmd.Dir = r.Dir
+	cmd.Env = envFor(r)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return result{out.String(), errOut.String(), code}
+}
+
+type backendCase struct {
+	git     testutil.Git
+	backend string
+}
+
+func backends(t *testing.T) []backendCase {
+	old, cur := testutil.SystemGit(t), testutil.NewGit(t)
+	return []backendCase{{old, "files"}, {cur, "files"}, {cur, "reftable"}}
+}
+
+// TestSameAsGit runs failures that must not be retried through git and through
+// refretry on the same repository (a failure changes nothing) and wants identical
+// bytes and exit codes, one attempt, and no ref changed.
+func TestSameAsGit(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			other := r.NewCommit("second")
+			zero := strings.Repeat("0", 40)
+			cases := []struct {
+				name  string
+				stdin string
+				args  []string
+				code  int
+			}{
+				{"cas mismatch", "", []string{"refs/heads/main", other, r.Commit}, 128},
+				{"cas mismatch stdin", "update refs/heads/main " + other + " " + r.Commit + "\n", []string{"--stdin"}, 128},
+				{"already exists", "", []string{"refs/heads/main", r.Commit, zero}, 128},
+				{"delete wrong old", "", []string{"-d", "refs/heads/main", r.Commit}, 1},
+				{"delete missing with old", "", []string{"-d", "refs/heads/nope", r.Commit}, 1},
+				{"bad name", "", []string{"refs/heads/a..b", r.Commit}, 128},
+				{"unknown object", "", []string{"refs/heads/x", strings.Repeat("1", 40)}, 128},
+				{"not a valid SHA1", "", []string{"refs/heads/x", "nosuchrev"}, 128},
+				{"usage -h", "", []string{"-h"}, 129},
+				{"usage no args", "", nil, 129},
+				{"usage stdin with args", "", []string{"--stdin", "refs/heads/x"}, 129},
+				{"usage -z without stdin", "", []string{"-z", "refs/heads/x", r.Commit}, 129},
+				{"empty message", "", []string{"-m", "", "refs/heads/x", r.Commit}, 128},
+				{"crlf input", "update refs/heads/x " + r.Commit + "\r\n", []string{"--stdin"}, 128},
+				{"missing final newline", "update refs/heads/x " + r.Commit, []string{"--stdin"}, 128},
+				{"unknown command", "frobnicate refs/heads/x\n", []string{"--stdin"}, 128},
+				{"duplicate ref", "update refs/heads/x " + r.Commit + "\nupdate refs/heads/x " + other + "\n", []string{"--stdin"}, 128},
+				{"bad quoting", "update \"refs/heads/x " + r.Commit + "\n", []string{"--stdin"}, 128},
+				{"z missing field", "update refs/heads/x\x00" + r.Commit, []string{"--stdin", "-z"}, 128},
+				{"restart", "start\nstart\n", []string{"--stdin"}, 128},
+				{"closed", "start\ncommit\nupdate refs/heads/x " + r.Commit + "\n", []string{"--stdin"}, 128},
+			}
+			for _, tc := range cases {
+				before := r.Refs("refs/")
+				want := runIn(t, r, tc.stdin, "git", tc.args...)
+				got := runIn(t, r, tc.stdin, "refretry", tc.args...)
+				if want.code != tc.code {
+					t.Errorf("%s: git exited %d, the test expects %d (stderr %q)", tc.name, want.code, tc.code, want.stderr)
+				}
+				if got != want {
+					t.Errorf("%s: refretry differs from git\n got: %+v\nwant: %+v", tc.name, got, want)
+				}
+				if after := r.Refs("refs/"); fmt.Sprint(after) != fmt.Sprint(before) {
+					t.Errorf("%s: refs changed: %v -> %v", tc.name, before, after)
+				}
+			}
+		})
+	}
+}
+
+// TestConcurrentWriters is the motivating case: 300 processes, distinct refs, one
+// reftable repository. Every one must succeed and every ref hold its value.
+func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
+	const n = 300
+	var wg sync.WaitGroup
+	results := make([]result, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = runIn(t, r, "", "refretry", fmt.Sprintf("refs/heads/w/%d", i), r.Commit)
+		}()
+	}
+	wg.Wait()
+	for i, res := range results {
+		if res.code != 0 || res.stdout != "" {
+			t.Errorf("writer %d: exit %d, stdout %q, stderr %q", i, res.code, res.stdout, res.stderr)
+		}
+	}
+	refs := r.Refs("refs/heads/w/")
+	if len(refs) != n {
+		t.Fatalf("%d refs written, want %d", len(refs), n)
+	}
+	for name, oid := range refs {
+		if oid != r.Commit {
+			t.Errorf("%s = %s, want %s", name, oid, r.Commit)
+		}
+	}
+}
+
+// TestHeldLockReleased holds the lock a writer needs for about a second: refretry
+// waits it out, reports the retry, and git's final (empty) output is all that follows.
+func TestHeldLockReleased(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		for _, form := range []string{"single", "stdin", "delete-packed"} {
+			t.Run(bc.git.Name()+"/"+bc.backend+"/"+form, func(t *testing.T) {
+				t.Parallel()
+				r := testutil.NewRepo(t, bc.git, bc.backend)
+				ref := "refs/heads/held"
+				args, stdin := []string{ref, r.Commit}, ""
+				lock := r.LockPath(ref)
+				switch form {
+				case "stdin":
+					args, stdin = []string{"--stdin"}, "create "+ref+" "+r.Commit+"\n"
+				case "delete-packed":
+					r.Run("update-ref", ref, r.Commit)
+					args = []string{"-d", ref}
+					if bc.backend == "files" {
+						lock = filepath.Join(r.GitDir, "packed-refs.lock")
+					}
+				}
+				release := r.Hold(lock)
+				// git itself waits 100 ms for a ref lock and 1 s for packed-refs.lock.
+				time.AfterFunc(2500*time.Millisecond, release)
+				res := runIn(t, r, stdin, "refretry", args...)
+				if res.code != 0 || res.stdout != "" {
+					t.Fatalf("exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
+				}
+				if !strings.Contains(res.stderr, "refretry: attempt 1 failed (lock-contention") {
+					t.Errorf("stderr %q: want a retry line", res.stderr)
+				}
+				for _, line := range strings.Split(strings.TrimSpace(res.stderr), "\n") {
+					if !strings.HasPrefix(line, "refretry: attempt ") {
+						t.Errorf("stderr line %q: want only refretry's retry lines", line)
+					}
+				}
+				refs := r.Refs(ref)
+				if form == "delete-packed" && len(refs) != 0 || form != "delete-packed" && refs[ref] != r.Commit {
+					t.Errorf("refs after %s: %v", form, refs)
+				}
+			})
+		}
+	}
+}
+
+// TestStaleLock: a lock whose holder is proven dead, or which is older than
+// --stale-after, stops refretry at once with git's message and exit code and one line
+// saying which file, how old, whose, and how to remove it.
+func TestStaleLock(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPID := dead.Process.Pid
+	for _, backend := range []string{"files", "reftable"} {
+		for _, kind := range []string{"old", "dead-pid"} {
+			t.Run(backend+"/"+kind, func(t *testing.T) {
+				t.Parallel()
+				r := testutil.NewRepo(t, g, backend)
+				ref := "refs/heads/stale"
+				lock := r.LockPath(ref)
+				r.Hold(lock)
+				if kind == "old" {
+					old := time.Now().Add(-time.Hour)
+					if err := os.Chtimes(lock, old, old); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					pidFile := strings.TrimSuffix(lock, ".lock") + "~pid.lock"
+					if err := os.WriteFile(pidFile, []byte(fmt.Sprintf("pid %d\n", deadPID)), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				start := time.Now()
+				res := runIn(t, r, "", "refretry", "--timeout", "30s", ref, r.Commit)
+				if took := time.Since(start); took > 10*time.Second {
+					t.Errorf("took %v: a stale lock must stop refretry at once", took)
+				}
+				if res.code != 128 {
+					t.Errorf("exit %d, want 128", res.code)
+				}
+				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+				last := lines[len(lines)-1]
+				if !strings.HasPrefix(last, "refretry: stale lock "+lock) || !strings.Contains(last, "rm -f '"+lock+"'") {
+					t.Errorf("last line %q: want the stale lock named with removal advice", last)
+				}
+				if kind == "old" && !strings.Contains(last, "(age 1h0m0s") {
+					t.Errorf("last line %q: want the lock's age", last)
+				}
+				if kind == "dead-pid" && !strings.Contains(last, fmt.Sprintf("holder pid %d", deadPID)) {
+					t.Errorf("last line %q: want the holder pid", last)
+				}
+				if strings.Contains(res.stderr, "retrying") {
+					t.Errorf("stderr %q: a stale lock must not be retried", res.stderr)
+				}
+				if refs := r.Refs(ref); len(refs) != 0 {
+					t.Errorf("ref written: %v", refs)
+				}
+			})
+		}
+	}
+}
+
+// TestInteractiveLockAtPrepare drives the start/prepare/commit protocol while the lock
+// is held: the caller sees each "<verb>: ok" once, in order, as it asks for it.
+func TestInteractiveLockAtPrepare(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			ref := "refs/heads/tx"
+			cmd := exec.Command(binary, "--stdin")
+			cmd.Dir, cmd.Env = r.Dir, envFor(r)
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			var errOut bytes.Buffer
+			cmd.Stderr = &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := make(chan string, 10)
+			go func() {
+				buf := make([]byte, 1)
+				var line []byte
+				for {
+					if _, err := stdout.Read(buf); err != nil {
+						close(lines)
+						return
+					}
+					line = append(line, buf[0])
+					if buf[0] == '\n' {
+						lines <- string(line)
+						line = nil
+					}
+				}
+			}()
+			expect := func(want string) {
+				t.Helper()
+				select {
+				case got := <-lines:
+					if got != want {
+						t.Fatalf("got %q, want %q", got, want)
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatalf("no %q", want)
+				}
+			}
+			fmt.Fprintf(stdin, "start\n")
+			expect("start: ok\n")
+			release := r.Hold(r.LockPath(ref))
+			time.AfterFunc(time.Second, release)
+			fmt.Fprintf(stdin, "create %s %s\nprepare\n", ref, r.Commit)
+			expect("prepare: ok\n")
+			fmt.Fprintf(stdin, "commit\n")
+			expect("commit: ok\n")
+			fmt.Fprintf(stdin, "start\ncreate %s-2 %s\ncommit\n", ref, r.Commit)
+			expect("start: ok\n")
+			expect("commit: ok\n")
+			stdin.Close()
+			if _, more := <-lines; more {
+				t.Error("unexpected extra output")
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("%v; stderr %q", err, errOut.String())
+			}
+			if !strings.Contains(errOut.String(), "refretry: attempt 1 failed (lock-contention") {
+				t.Errorf("stderr %q: want a retry line", errOut.String())
+			}
+			if refs := r.Refs("refs/heads/"); refs[ref] != r.Commit || refs[ref+"-2"] != r.Commit {
+				t.Errorf("refs %v", refs)
+			}
+		})
+	}
+}
+
+// TestSIGTERMWhileWaiting: refretry stops at once, exits as a shell reports SIGTERM,
+// and leaves no lock of git's behind.
+func TestSIGTERMWhileWaiting(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			ref := "refs/heads/sig"
+			held := r.LockPath(ref)
+			defer r.Hold(held)()
+			cmd := exec.Command(binary, "--stdin")
+			cmd.Dir, cmd.Env = r.Dir, envFor(r)
+			// Two refs: git locks the free one before failing on the held one.
+			cmd.Stdin = strings.NewReader(fmt.Sprintf("create refs/heads/a-free %s\ncreate %s %s\n", r.Commit, ref, r.Commit))
+			var errOut syncBuffer
+			cmd.Stderr = &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(errOut.String(), "retrying") && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // let the second attempt's git start waiting
+			start := time.Now()
+			cmd.Process.Signal(syscall.SIGTERM)
+			err := cmd.Wait()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
+				t.Fatalf("exit %v, want 143; stderr %q", err, errOut.String())
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %v to stop", took)
+			}
+			var locks []string
+			filepath.Walk(r.GitDir, func(p string, _ os.FileInfo, _ error) error {
+				if strings.HasSuffix(p, ".lock") && p != held {
+					locks = append(locks, p)
+				}
+				return nil
+			})
+			if len(locks) > 0 {
+				t.Errorf("locks left behind: %v", locks)
+			}
+			if refs := r.Refs("refs/heads/"); refs["refs/heads/a-free"] != "" || refs[ref] != "" {
+				t.Errorf("refs written: %v", refs)
+			}
+		})
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// envFor is the repository's environment with refretry pointed at its git; a fresh
+// slice each call, as concurrent commands must not share one.
+func envFor(r *testutil.Repo) []string {
+	return append(slices.Clip(r.Env), "REFRETRY_GIT="+r.Git.Path)
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# test.sh: everything CI checks, from a fresh machine. Provides git 2.55 (built once into
+# a cache outside the repository), then checks formatting, vet and module tidiness, runs
+# every test with the race detector against git 2.39 (system) and git 2.55, and smoke-runs
+# the benchmark harness.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v go >/dev/null || { echo "test.sh: go is not installed" >&2; exit 1; }
+if ! command -v git >/dev/null; then
+	echo "test.sh: installing the system git" >&2
+	apt-get update -qq && apt-get install -y -qq git >/dev/null
+fi
+
+REFRETRY_TEST_GIT=$(scripts/get-git.sh)
+export REFRETRY_TEST_GIT
+export CGO_ENABLED=1 # the race detector needs cgo
+
+echo "== gofmt, go vet, go mod tidy"
+unformatted=$(gofmt -l .)
+[ -z "$unformatted" ] || { echo "gofmt needed:"; echo "$unformatted"; exit 1; }
+go vet ./...
+cp go.mod /tmp/refretry-go.mod.$$ && cp go.sum /tmp/refretry-go.sum.$$
+go mod tidy
+if ! cmp -s go.mod /tmp/refretry-go.mod.$$ || ! cmp -s go.sum /tmp/refretry-go.sum.$$; then
+	echo "go mod tidy changed go.mod/go.sum"; exit 1
+fi
+rm -f /tmp/refretry-go.mod.$$ /tmp/refretry-go.sum.$$
+
+echo "== go test -race (git 2.39: $(git version), git 2.55: $REFRETRY_TEST_GIT)"
+go test -race -count=1 -timeout 30m ./...
+
+echo "== fuzz the input reader (bounded)"
+go test -run '^$' -fuzz '^FuzzReader$' -fuzztime 20s ./transaction
+
+echo "== benchmark harness smoke run"
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+CGO_ENABLED=0 go build -o "$bin/refretry" .
+go run ./bench -git "$REFRETRY_TEST_GIT" -refretry "$bin/refretry" -quick >/dev/null
+echo "== all checks passed"
