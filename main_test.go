@@ -255,7 +255,7 @@ func TestStaleLock(t *testing.T) {
 				if !strings.HasPrefix(last, "refretry: stale lock "+lock) || !strings.Contains(last, "rm -f '"+lock+"'") {
 					t.Errorf("last line %q: want the stale lock named with removal advice", last)
 				}
-				if kind == "old" && !strings.Contains(last, "(age 1h0m0s") {
+				if kind == "old" && !strings.Contains(last, "(age 1h0m") {
 					t.Errorf("last line %q: want the lock's age", last)
 				}
 				if kind == "dead-pid" && !strings.Contains(last, fmt.Sprintf("holder pid %d", deadPID)) {
@@ -320,7 +320,8 @@ func TestInteractiveLockAtPrepare(t *testing.T) {
 			fmt.Fprintf(stdin, "start\n")
 			expect("start: ok\n")
 			release := r.Hold(r.LockPath(ref))
-			time.AfterFunc(time.Second, release)
+			// Longer than the first attempt's lock wait inside git (1 s).
+			time.AfterFunc(2500*time.Millisecond, release)
 			fmt.Fprintf(stdin, "create %s %s\nprepare\n", ref, r.Commit)
 			expect("prepare: ok\n")
 			fmt.Fprintf(stdin, "commit\n")

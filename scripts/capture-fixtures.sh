@@ -183,7 +183,10 @@ cap() {
 	[ -e "$file" ] && die "duplicate fixture $file"
 	local so="$ROOT/out.stdout" se="$ROOT/out.stderr" rc=0 stdin=/dev/null desc=''
 	[ -n "$HAVE_IN" ] && stdin=$IN
-	[ -n "$HAVE_IN" ] && desc=$(render_input)
+	if [ -n "$HAVE_IN" ]; then
+		desc=$(render_input)
+		eval "${desc% | }" | cmp -s - "$IN" || die "$name: rendered stdin does not reproduce the input"
+	fi
 	[ ${#ENVS[@]} -gt 0 ] && desc+="${ENVS[*]} "
 	desc+="git$(printf ' %q' "$@")"
 	(cd "$R" && env "${ENVS[@]}" timeout 60 "$GIT" "$@") <"$stdin" >"$so" 2>"$se" || rc=$?

@@ -1,0 +1,253 @@
+// Command bench measures refretry side by side with plain git update-ref
+// and prints a markdown report on standard output (progress goes to
+// standard error). See README.md in this directory.
+//
+//	go run ./bench -git /path/to/git-2.55 -refretry /path/to/refretry [-quick]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is the parsed command line.
+type config struct {
+	git        string
+	refretry   string
+	trials     int
+	writers    intList
+	batches    intList
+	singleRuns int
+	only       string
+	out        string
+	timeout    time.Duration
+}
+
+// wants reports whether the phase named phase should run.
+func (c config) wants(phase string) bool {
+	return c.only == "" || c.only == phase
+}
+
+func main() {
+	if os.Getenv(gateEnv) == "1" {
+		os.Exit(gateMain(os.Args[1:]))
+	}
+	os.Exit(realMain())
+}
+
+func realMain() int {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, errOut io.Writer) (config, error) {
+	cfg := config{
+		trials:     5,
+		writers:    intList{150, 300, 600},
+		batches:    intList{10000, 100000, 1000000},
+		singleRuns: 200,
+		timeout:    10 * time.Minute,
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.StringVar(&cfg.git, "git", "", "path to git 2.55 (required)")
+	fs.StringVar(&cfg.refretry, "refretry", "", "path to the refretry binary (required)")
+	fs.IntVar(&cfg.trials, "trials", cfg.trials, "trials per measurement")
+	fs.Var(&cfg.writers, "writers", "comma-separated concurrent writer counts")
+	fs.Var(&cfg.batches, "batches", "comma-separated --stdin batch sizes")
+	fs.IntVar(&cfg.singleRuns, "single-runs", cfg.singleRuns, "single-update calls per tool and backend")
+	quick := fs.Bool("quick", false, "smoke-run sizes: writers 20,40, batches 1000, trials 2, single-runs 20")
+	fs.StringVar(&cfg.only, "only", "", "run only `concurrency` or `overhead` (default both)")
+	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")
+	fs.DurationVar(&cfg.timeout, "timeout", cfg.timeout, "per child process timeout")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if *quick {
+		applyQuick(&cfg, setFlags(fs))
+	}
+	if err := cfg.validate(); err != nil {
+		return config{}, err
+	}
+	return cfg, cfg.resolvePaths()
+}
+
+// setFlags returns the names of the flags given on the command line.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// applyQuick shrinks the sizes for a smoke run; flags given explicitly win.
+func applyQuick(cfg *config, set map[string]bool) {
+	if !set["writers"] {
+		cfg.writers = intList{20, 40}
+	}
+	if !set["batches"] {
+		cfg.batches = intList{1000}
+	}
+	if !set["trials"] {
+		cfg.trials = 2
+	}
+	if !set["single-runs"] {
+		cfg.singleRuns = 20
+	}
+}
+
+func (c config) validate() error {
+	switch {
+	case c.git == "":
+		return errors.New("-git is required")
+	case c.refretry == "":
+		return errors.New("-refretry is required")
+	case c.trials < 1:
+		return errors.New("-trials must be at least 1")
+	case c.singleRuns < 1:
+		return errors.New("-single-runs must be at least 1")
+	case len(c.writers) == 0 || len(c.batches) == 0:
+		return errors.New("-writers and -batches must not be empty")
+	case c.timeout <= 0:
+		return errors.New("-timeout must be positive")
+	}
+	switch c.only {
+	case "", "concurrency", "overhead":
+		return nil
+	}
+	return fmt.Errorf("-only must be concurrency or overhead, not %q", c.only)
+}
+
+// resolvePaths makes both executables absolute, since children run in
+// other directories.
+func (c *config) resolvePaths() error {
+	var err error
+	if c.git, err = resolveExe(c.git); err != nil {
+		return fmt.Errorf("-git: %w", err)
+	}
+	if c.refretry, err = resolveExe(c.refretry); err != nil {
+		return fmt.Errorf("-refretry: %w", err)
+	}
+	return nil
+}
+
+func resolveExe(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(p)
+}
+
+// intList is a flag.Value holding comma-separated positive integers.
+type intList []int
+
+func (l *intList) String() string {
+	parts := make([]string, len(*l))
+	for i, v := range *l {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *intList) Set(s string) error {
+	var out intList
+	for part := range strings.SplitSeq(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil {
+			return err
+		}
+		if v < 1 {
+			return fmt.Errorf("%d is not positive", v)
+		}
+		out = append(out, v)
+	}
+	*l = out
+	return nil
+}
+
+// run executes the selected phases and emits the report. A failed phase
+// is noted in the report and the remaining phases still run.
+func run(ctx context.Context, cfg config) (err error) {
+	root, err := os.MkdirTemp("", "refretry-bench-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rmErr := os.RemoveAll(root); err == nil {
+			err = rmErr
+		}
+	}()
+	r, err := newRunner(ctx, cfg, root)
+	if err != nil {
+		return err
+	}
+
+	var report strings.Builder
+	report.WriteString("# refretry benchmark\n\n")
+	report.WriteString(machineSection(r, cfg))
+	phases := []struct {
+		name string
+		run  func(*runner, config, string) (string, error)
+	}{
+		{"concurrency", runConcurrency},
+		{"overhead", runOverhead},
+	}
+	var phaseErr error
+	for _, p := range phases {
+		if !cfg.wants(p.name) {
+			continue
+		}
+		section, err := p.run(r, cfg, root)
+		report.WriteString(section)
+		if err != nil {
+			fmt.Fprintf(&report, "\n> **%s phase failed:** %v\n\n", p.name, err)
+			phaseErr = errors.Join(phaseErr, fmt.Errorf("%s: %w", p.name, err))
+		}
+	}
+	if err := emit(report.String(), cfg.out); err != nil {
+		return err
+	}
+	return phaseErr
+}
+
+func emit(report, out string) error {
+	if _, err := io.WriteString(os.Stdout, report); err != nil {
+		return err
+	}
+	if out == "" {
+		return nil
+	}
+	return os.WriteFile(out, []byte(report), 0o644)
+}
+
+// progress reports what the benchmark is doing on standard error.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}

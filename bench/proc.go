@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// gateEnv marks a child that is this program acting as a start gate: it
+// blocks reading file descriptor 3 until the parent closes the other end
+// of that pipe, then execs its arguments in place.
+const gateEnv = "REFRETRY_BENCH_GATE"
+
+const (
+	stderrKeep   = 4096
+	hwmInterval  = 5 * time.Millisecond
+	killWaitTime = 5 * time.Second
+)
+
+// runner starts every child process with the benchmark's environment and a
+// timeout.
+type runner struct {
+	ctx     context.Context
+	git     string // the git under test, also used for setup
+	env     []string
+	timeout time.Duration
+	self    string // this executable, used as the start gate
+}
+
+func newRunner(ctx context.Context, cfg config, root string) (*runner, error) {
+	home := filepath.Join(root, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return &runner{
+		ctx:     ctx,
+		git:     cfg.git,
+		env:     childEnv(os.Environ(), home, cfg.git),
+		timeout: cfg.timeout,
+		self:    self,
+	}, nil
+}
+
+// childEnv is the caller's environment minus any GIT_* variables (so a
+// GIT_DIR or GIT_CONFIG_* cannot leak in), plus fixed identity, locale and
+// configuration isolation.
+func childEnv(base []string, home, git string) []string {
+	const date = "1700000000 +0000"
+	fixed := map[string]string{
+		"LC_ALL":              "C",
+		"HOME":                home,
+		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
+		"GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_AUTHOR_NAME":     "refretry bench",
+		"GIT_AUTHOR_EMAIL":    "bench@refretry.invalid",
+		"GIT_AUTHOR_DATE":     date,
+		"GIT_COMMITTER_NAME":  "refretry bench",
+		"GIT_COMMITTER_EMAIL": "bench@refretry.invalid",
+		"GIT_COMMITTER_DATE":  date,
+		"REFRETRY_GIT":        git,
+	}
+	env := make([]string, 0, len(base)+len(fixed))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := fixed[k]; ok || strings.HasPrefix(k, "GIT_") || k == gateEnv {
+			continue
+		}
+		env = append(env, kv)
+	}
+	keys := make([]string, 0, len(fixed))
+	for k := range fixed {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+fixed[k])
+	}
+	return env
+}
+
+func (r *runner) command(ctx context.Context, dir string, argv []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = r.env
+	// Each child leads its own process group, so a timeout also kills
+	// whatever it started (refretry's git, say).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = killWaitTime
+	return cmd
+}
+
+// output runs a helper command to completion and returns its standard
+// output; a failure carries the command's standard error.
+func (r *runner) output(dir string, argv ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	cmd := r.command(ctx, dir, argv)
+	stderr := &headBuffer{max: stderrKeep}
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", commandError(argv, err, stderr)
+	}
+	return string(out), nil
+}
+
+// lines runs a helper command and hands each line of its standard output
+// to fn, without holding the whole output in memory.
+func (r *runner) lines(dir string, argv []string, fn func(string)) error {
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	cmd := r.command(ctx, dir, argv)
+	stderr := &headBuffer{max: stderrKeep}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		fn(sc.Text())
+	}
+	scanErr := sc.Err()
+	if err := cmd.Wait(); err != nil {
+		return commandError(argv, err, stderr)
+	}
+	return scanErr
+}
+
+// commandError describes a failed helper command with its standard error.
+func commandError(argv []string, err error, stderr *headBuffer) error {
+	err = fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	if msg := strings.TrimSpace(stderr.String()); msg != "" {
+		err = fmt.Errorf("%w: %s", err, msg)
+	}
+	return err
+}
+
+// outcome is how one measured child process ended.
+type outcome struct {
+	wall      time.Duration
+	err       error  // nil when the child exited 0
+	stderr    string // the first stderrKeep bytes
+	hwmKiB    int64  // last VmHWM polled from /proc, 0 if never seen
+	maxrssKiB int64  // ru_maxrss from wait4, includes reaped descendants
+}
+
+// measureSpec describes one measured run.
+type measureSpec struct {
+	dir     string
+	argv    []string
+	stdin   io.Reader
+	pollRSS bool
+}
+
+// measure runs one child and times it from just before start to reaping.
+// An error is returned only when the child could not be started.
+func (r *runner) measure(spec measureSpec) (outcome, error) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	cmd := r.command(ctx, spec.dir, spec.argv)
+	cmd.Stdin = spec.stdin
+	stderr := &headBuffer{max: stderrKeep}
+	cmd.Stderr = stderr
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return outcome{}, err
+	}
+	var hwm <-chan int64
+	stop := make(chan struct{})
+	if spec.pollRSS {
+		hwm = pollHWM(cmd.Process.Pid, hwmInterval, stop)
+	}
+	waitErr := cmd.Wait()
+	wall := time.Since(start)
+	close(stop)
+
+	res := outcome{wall: wall, err: timeoutErr(ctx, waitErr, r.timeout), stderr: stderr.String()}
+	if hwm != nil {
+		res.hwmKiB = <-hwm
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.maxrssKiB = ru.Maxrss
+	}
+	return res, nil
+}
+
+// timeoutErr makes a timeout visible instead of a bare "signal: killed".
+func timeoutErr(ctx context.Context, err error, timeout time.Duration) error {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("timed out after %v: %w", timeout, err)
+	}
+	return err
+}
+
+// gated is one child held at the start gate.
+type gated struct {
+	cmd    *exec.Cmd
+	ctx    context.Context
+	cancel context.CancelFunc
+	stderr *headBuffer
+}
+
+// gatePipes are the two pipes shared by all gated children: each child
+// writes one byte to ready once it is waiting, and waits for EOF on gate.
+type gatePipes struct {
+	gateR, gateW   *os.File
+	readyR, readyW *os.File
+}
+
+func newGatePipes() (gatePipes, error) {
+	var p gatePipes
+	var err error
+	if p.gateR, p.gateW, err = os.Pipe(); err != nil {
+		return p, err
+	}
+	if p.readyR, p.readyW, err = os.Pipe(); err != nil {
+		return p, errors.Join(err, p.gateR.Close(), p.gateW.Close())
+	}
+	return p, nil
+}
+
+// concurrent starts one child per argv, waits until all of them are held
+// at a shared gate, then releases them together. The wall time runs from
+// the release to the last exit. Every child has its own timeout, counted
+// from its spawn.
+func (r *runner) concurrent(dir string, argvs [][]string) ([]outcome, time.Duration, error) {
+	p, err := newGatePipes()
+	if err != nil {
+		return nil, 0, err
+	}
+	children, startErr := r.startGated(dir, argvs, p)
+	defer func() {
+		for _, c := range children {
+			c.cancel()
+		}
+	}()
+	setupErr := errors.Join(startErr, p.gateR.Close(), p.readyW.Close())
+	if setupErr == nil {
+		// Every child holds readyW until it has written, so a short read
+		// means one died before reaching the gate.
+		_, setupErr = io.ReadFull(p.readyR, make([]byte, len(children)))
+	}
+	setupErr = errors.Join(setupErr, p.readyR.Close())
+
+	start := time.Now()
+	releaseErr := p.gateW.Close()
+	outcomes := make([]outcome, len(children))
+	var wg sync.WaitGroup
+	for i, c := range children {
+		wg.Go(func() { outcomes[i].err = timeoutErr(c.ctx, c.cmd.Wait(), r.timeout) })
+	}
+	wg.Wait()
+	wall := time.Since(start)
+
+	if err := errors.Join(setupErr, releaseErr); err != nil {
+		return nil, 0, err
+	}
+	for i, c := range children {
+		outcomes[i].stderr = c.stderr.String()
+		outcomes[i].wall = wall
+	}
+	return outcomes, wall, nil
+}
+
+// startGated spawns the gated children. On error it also returns those
+// started so far, so that the caller can release and reap them.
+func (r *runner) startGated(dir string, argvs [][]string, p gatePipes) ([]gated, error) {
+	env := append(slices.Clip(r.env), gateEnv+"=1")
+	children := make([]gated, 0, len(argvs))
+	for _, argv := range argvs {
+		ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+		c := gated{
+			cmd:    r.command(ctx, dir, append([]string{r.self}, argv...)),
+			ctx:    ctx,
+			cancel: cancel,
+			stderr: &headBuffer{max: stderrKeep},
+		}
+		c.cmd.Env = env
+		c.cmd.ExtraFiles = []*os.File{p.gateR, p.readyW} // fds 3 and 4
+		c.cmd.Stderr = c.stderr
+		if err := c.cmd.Start(); err != nil {
+			cancel()
+			return children, err
+		}
+		children = append(children, c)
+	}
+	return children, nil
+}
+
+// gateMain is the whole life of a gate child: report ready on fd 4, wait
+// for the release on fd 3, then become argv (argv[0] must be an absolute
+// path). It returns only on failure.
+func gateMain(argv []string) int {
+	if len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "bench gate: nothing to run")
+		return 127
+	}
+	if err := awaitRelease(os.NewFile(3, "gate"), os.NewFile(4, "ready")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench gate:", err)
+		return 126
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, gateEnv+"=")
+	})
+	err := syscall.Exec(argv[0], argv, env)
+	fmt.Fprintln(os.Stderr, "bench gate: exec:", err)
+	return 127
+}
+
+func awaitRelease(gate, ready *os.File) error {
+	if _, err := ready.Write([]byte{1}); err != nil {
+		return err
+	}
+	if err := ready.Close(); err != nil {
+		return err
+	}
+	if _, err := gate.Read(make([]byte, 1)); err != io.EOF {
+		return fmt.Errorf("gate read: want EOF, got %v", err)
+	}
+	return gate.Close()
+}
+
+// pollHWM reads VmHWM of pid every interval until stop is closed, then
+// sends the last value it could read (0 if none).
+func pollHWM(pid int, interval time.Duration, stop <-chan struct{}) <-chan int64 {
+	out := make(chan int64, 1)
+	path := "/proc/" + strconv.Itoa(pid) + "/status"
+	go func() {
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		var last int64
+		for {
+			if v, ok := readHWM(path); ok {
+				last = v
+			}
+			select {
+			case <-stop:
+				out <- last
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return out
+}
+
+// readHWM returns VmHWM in KiB. It reports false once the process is gone
+// or a zombie (no memory lines left), which is expected at the end of every
+// run, so the caller simply keeps its previous reading.
+func readHWM(path string) (int64, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for line := range bytes.Lines(data) {
+		rest, ok := bytes.CutPrefix(line, []byte("VmHWM:"))
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(string(rest))
+		if len(fields) == 0 {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(fields[0], 10, 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// headBuffer keeps the first max bytes written to it and drops the rest.
+type headBuffer struct {
+	buf []byte
+	max int
+}
+
+func (b *headBuffer) Write(p []byte) (int, error) {
+	if room := b.max - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *headBuffer) String() string { return string(b.buf) }

@@ -1,0 +1,19 @@
+// Package transaction runs `git update-ref` as a retryable transaction.
+//
+// The contract:
+//
+//   - git always receives the caller's arguments verbatim. [ParseArgs] reads them only
+//     as far as needed (is it --stdin? -z? -d? --batch-updates?); arguments it cannot
+//     read with certainty run git once, unwrapped.
+//   - Only lock contention is retried ([ClassLockContention]). [Classify] reads git's
+//     final C-locale message; anything it does not recognise is [ClassOther] and is
+//     never retried (fail closed). A lock whose holder is known to be gone, or older
+//     than the stale-after limit, is [ClassStaleLock] and stops the run at once.
+//   - --stdin input is read once into a [Spool] (memory, then an unlinked temporary
+//     file) and replayed whole on each attempt. With start/prepare/commit/abort, the
+//     caller's stream is proxied: a lock failure is retried by replaying the
+//     transaction in a fresh git, and the caller sees each "<verb>: ok" once, in order.
+//   - Output is git's, from the final attempt only; the exit code is git's.
+//   - git runs with LC_ALL=C and without LANGUAGE, and is sent SIGTERM (never SIGKILL)
+//     when the context is cancelled, so it removes its own lock files.
+package transaction
