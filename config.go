@@ -69,18 +69,26 @@ func settingsTable(g *Globals) []setting {
 	}
 }
 
+// explicit returns the value given on the command line or, failing that, in the
+// environment, with where it came from; "" when neither gave one.
+func (st setting) explicit(e env) (value, from string) {
+	if st.value != "" {
+		return st.value, st.flag + " " + strconv.Quote(st.value)
+	}
+	if v := e.get(st.envKey); v != "" {
+		return v, st.envKey + "=" + strconv.Quote(v)
+	}
+	return "", ""
+}
+
 // checkFlags validates the values given on the command line and in the environment,
 // which are known before git runs: a bad one is a usage error (exit 129).
 func checkFlags(g *Globals, e env) error {
 	var scratch transaction.Settings
 	for _, st := range settingsTable(g) {
-		if st.value != "" {
-			if err := st.apply(&scratch, st.value); err != nil {
-				return &usageError{fmt.Sprintf("%s %q: %v", st.flag, st.value, err)}
-			}
-		} else if v := e.get(st.envKey); v != "" {
+		if v, from := st.explicit(e); v != "" {
 			if err := st.apply(&scratch, v); err != nil {
-				return &usageError{fmt.Sprintf("%s=%q: %v", st.envKey, v, err)}
+				return &usageError{fmt.Sprintf("%s: %v", from, err)}
 			}
 		}
 	}
@@ -94,21 +102,19 @@ func resolveSettings(ctx context.Context, g *Globals, e env, git string) (transa
 	s := transaction.Settings{Policy: retry.DefaultPolicy(), StaleAfter: defaultStaleAfter}
 	var cfg map[string]string
 	for _, st := range settingsTable(g) {
-		v, from := st.value, st.flag
-		if v == "" {
-			v, from = e.get(st.envKey), st.envKey
-		}
+		v, from := st.explicit(e)
 		if v == "" {
 			if cfg == nil {
 				cfg = readConfig(ctx, g, e, git)
 			}
-			v, from = cfg[st.cfgKey], st.cfgKey
+			v = cfg[st.cfgKey]
+			from = "git config " + st.cfgKey + "=" + strconv.Quote(v)
 		}
 		if v == "" {
 			continue
 		}
 		if err := st.apply(&s, v); err != nil {
-			return s, fmt.Errorf("bad value %q for %s: %v", v, from, err)
+			return s, fmt.Errorf("bad value, %s: %v", from, err)
 		}
 	}
 	if err := s.Policy.Validate(); err != nil {

@@ -46,14 +46,10 @@ type result struct {
 // runIn runs name (git or refretry) in repo with args and stdin.
 func runIn(t *testing.T, r *testutil.Repo, stdin string, name string, args ...string) result {
 	t.Helper()
-	var cmd *exec.Cmd
+	cmd := refretryCommand(r, args...)
 	if name == "git" {
-		cmd = exec.Command(r.Git.Path, append([]string{"update-ref"}, args...)...)
-	} else {
-		cmd = exec.Command(binary, args...)
+		cmd = commandIn(r, r.Git.Path, append([]string{"update-ref"}, args...)...)
 	}
-	cmd.Dir = r.Dir
-	cmd.Env = envFor(r)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -281,8 +277,7 @@ func TestInteractiveLockAtPrepare(t *testing.T) {
 			t.Parallel()
 			r := testutil.NewRepo(t, bc.git, bc.backend)
 			ref := "refs/heads/tx"
-			cmd := exec.Command(binary, "--stdin")
-			cmd.Dir, cmd.Env = r.Dir, envFor(r)
+			cmd := refretryCommand(r, "--stdin")
 			stdin, _ := cmd.StdinPipe()
 			stdout, _ := cmd.StdoutPipe()
 			var errOut bytes.Buffer
@@ -357,8 +352,7 @@ func TestSIGTERMWhileWaiting(t *testing.T) {
 			ref := "refs/heads/sig"
 			held := r.LockPath(ref)
 			defer r.Hold(held)()
-			cmd := exec.Command(binary, "--stdin")
-			cmd.Dir, cmd.Env = r.Dir, envFor(r)
+			cmd := refretryCommand(r, "--stdin")
 			// Two refs: git locks the free one before failing on the held one.
 			cmd.Stdin = strings.NewReader(fmt.Sprintf("create refs/heads/a-free %s\ncreate %s %s\n", r.Commit, ref, r.Commit))
 			var errOut syncBuffer
@@ -412,6 +406,18 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// refretryCommand runs the built refretry in the repository, pointed at its git.
+func refretryCommand(r *testutil.Repo, args ...string) *exec.Cmd {
+	return commandIn(r, binary, args...)
+}
+
+// commandIn runs path in the repository with its environment.
+func commandIn(r *testutil.Repo, path string, args ...string) *exec.Cmd {
+	cmd := exec.Command(path, args...)
+	cmd.Dir, cmd.Env = r.Dir, envFor(r)
+	return cmd
 }
 
 // envFor is the repository's environment with refretry pointed at its git; a fresh

@@ -10,8 +10,6 @@ func firstLine(s string) string {
 	return line
 }
 
-func join(parts []string, sep string) string { return strings.Join(parts, sep) }
-
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/refretry/refretry/retry"
@@ -105,7 +106,7 @@ func staleAdvice(l *transaction.LockedError) string {
 		facts = append(facts, fmt.Sprintf("holder pid %d", l.PID))
 	}
 	if len(facts) > 0 {
-		msg += " (" + join(facts, ", ") + ")"
+		msg += " (" + strings.Join(facts, ", ") + ")"
 	}
 	msg += ": " + l.StaleReason
 	if l.Lock != "" {

@@ -2,7 +2,6 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -175,10 +174,4 @@ func schedule(p Policy, clock Clock) *backoff.ExponentialBackOff {
 	}
 	b.Reset()
 	return b
-}
-
-// IsExhausted reports whether err says the loop gave up on a transient failure.
-func IsExhausted(err error) bool {
-	var e *ExhaustedError
-	return errors.As(err, &e)
 }

@@ -51,7 +51,7 @@ var invalidPrefixes = []string{
 	"transaction is closed", "--batch-updates can only be used with --stdin",
 	"option unknown: ", "symref-delete: cannot operate with deref mode",
 	"symref-verify: cannot operate with deref mode", "reftable lock timeout ",
-	"unknown option ", "unknown switch ", "'%s' has neither",
+	"unknown option ", "unknown switch ",
 }
 
 // invalidContains lists fragments of per-command parse errors
@@ -61,6 +61,7 @@ var invalidContains = []string{
 	": expected NUL but got: ", ": unexpected end of input when reading <",
 	": not a valid SHA1", ": not a valid old SHA1", " expected old value", ": invalid arg '",
 	": invalid oid: ", ": invalid ref: ", "expected SP but got: ",
+	"' has neither a valid OID nor a target",
 }
 
 // Classify turns a failed update-ref run (its exit code and C-locale stderr) into an

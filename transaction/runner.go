@@ -158,6 +158,17 @@ func (r *Runner) retrier(ctx context.Context) *retry.Retrier {
 	}
 }
 
+// outcome is finish for an attempt that may be retried: a lock-contention failure
+// is checked for staleness before the retry loop sees it.
+func (r *Runner) outcome(ctx context.Context, cmd *exec.Cmd, runErr error, stderr []byte) (int, error) {
+	code, err := finish(cmd, runErr, stderr)
+	var e *Error
+	if errors.As(err, &e) {
+		r.checkStale(ctx, e)
+	}
+	return code, err
+}
+
 // checkStale turns a lock-contention failure into a stale-lock one when the lock's
 // holder is known to be gone, so that no time is spent waiting for it.
 func (r *Runner) checkStale(ctx context.Context, e *Error) {
@@ -191,11 +202,7 @@ func (r *Runner) single(ctx context.Context, args Args) (int, error) {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, out, errOut
 		runErr := cmd.Run()
 		var err error
-		code, err = finish(cmd, runErr, errOut.Tail(classifyTail))
-		var e *Error
-		if errors.As(err, &e) {
-			r.checkStale(ctx, e)
-		}
+		code, err = r.outcome(ctx, cmd, runErr, errOut.Tail(classifyTail))
 		return err
 	})
 	if errors.Is(err, ErrGitNotFound) {

@@ -54,13 +54,10 @@ func (r *Runner) session(ctx context.Context, args Args) (int, error) {
 			var err error
 			code, err = s.attempt(ctx, n)
 			var e *Error
-			if errors.As(err, &e) {
-				r.checkStale(ctx, e)
-				if e.Class == ClassLockContention && s.ackCount() > startAcks {
-					// Some transactions were committed before this failure: the next
-					// one starts a fresh retry budget.
-					return &progressError{err}
-				}
+			if errors.As(err, &e) && e.Class == ClassLockContention && s.ackCount() > startAcks {
+				// Some transactions were committed before this failure: the next one
+				// starts a fresh retry budget.
+				return &progressError{err}
 			}
 			return err
 		})
@@ -200,7 +197,7 @@ func (s *session) attempt(ctx context.Context, n int) (int, error) {
 	s.mu.Lock()
 	tail := s.errOut.Tail(classifyTail)
 	s.mu.Unlock()
-	return finish(cmd, runErr, tail)
+	return s.r.outcome(ctx, cmd, runErr, tail)
 }
 
 // relayStdout passes git's stdout lines to the caller, dropping the first skip lines

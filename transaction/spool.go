@@ -1,7 +1,6 @@
 package transaction
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,14 +79,6 @@ func (s *Spool) ReaderFrom(off int64) io.Reader {
 // WriteTo copies the whole contents to w.
 func (s *Spool) WriteTo(w io.Writer) (int64, error) {
 	return io.Copy(w, s.ReaderFrom(0))
-}
-
-// Bytes returns the contents when they are small enough to be in memory, else an error.
-func (s *Spool) Bytes() ([]byte, error) {
-	if s.file != nil {
-		return nil, errors.New("spool: contents are on disk")
-	}
-	return s.mem, nil
 }
 
 // Tail returns up to n bytes from the end of the contents.
