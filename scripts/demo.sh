@@ -8,11 +8,11 @@ n=${1:-300}
 git=$(scripts/get-git.sh)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-CGO_ENABLED=0 go build -o "$tmp/refretry" .
+CGO_ENABLED=0 go build -o "$tmp/bin/refretry" .
 
 race() { # race <label> <command...>: N writers at once on a fresh repository
 	local label=$1; shift
-	local repo="$tmp/$label"
+	local repo="$tmp/repos/$label"
 	"$git" init -q --ref-format=reftable "$repo"
 	GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME=demo \
 		GIT_COMMITTER_EMAIL=demo@example.com "$git" -C "$repo" commit -q --allow-empty -m demo
@@ -33,6 +33,6 @@ echo
 echo "| tool                       | refs written | wall time |"
 echo "|----------------------------|--------------|-----------|"
 race "git update-ref" "$git" update-ref
-race "refretry" "$tmp/refretry"
+race "refretry" "$tmp/bin/refretry"
 echo
-echo "plain git failures, first lines: $(sort "$tmp/git update-ref.err" 2>/dev/null | uniq -c | sort -rn | head -1 | sed 's/^ *//')"
+echo "plain git failures: $(sed "s|'refs/[^']*'|'<ref>'|" "$tmp/git update-ref.err" 2>/dev/null | sort | uniq -c | sort -rn | head -1 | sed 's/^ *//')"
