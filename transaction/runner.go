@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -44,11 +46,15 @@ type Runner struct {
 	SpoolMemory int
 	SpoolDir    string
 
-	start            time.Time
-	settingsOnce     sync.Once
-	settings         Settings
-	settingsErr      error
-	reftableLockPath *string
+	start        time.Time
+	settingsOnce sync.Once
+	settings     Settings
+	settingsErr  error
+	repoKnown    bool     // repoDirs has been looked up
+	repoDirs     repoDirs // "" when unknown
+	lineDir      string   // where attempts queue (see enterLine); "" when they do not
+	lineLock     string   // the lock the line is for, when a failure named it
+	lockStale    bool     // the head of the line found the lock stale
 }
 
 // ErrGitNotFound is wrapped by the error Run returns when git cannot be started.
@@ -93,18 +99,79 @@ const FirstLockWait = time.Second
 // and git's messages, stay the caller's.
 func (r *Runner) retryCommand(ctx context.Context, args Args, attempt int) *exec.Cmd {
 	cmd := r.updateRef(ctx, args)
-	wait := FirstLockWait << min(attempt-1, 20)
-	if attempt > 1 {
-		if s, err := r.loadSettings(); err == nil && s.Policy.Timeout > 0 {
-			wait = min(wait, max(s.Policy.Timeout-time.Since(r.start), 0))
-		}
-	}
-	ms := strconv.FormatInt(wait.Milliseconds(), 10)
+	ms := strconv.FormatInt(r.window(attempt).Milliseconds(), 10)
 	cmd.Env = gitexec.WithConfig(cmd.Env,
 		[2]string{"reftable.lockTimeout", ms},
 		[2]string{"core.filesRefLockTimeout", ms},
 		[2]string{"core.packedRefsTimeout", ms})
 	return cmd
+}
+
+// window is how long attempt may wait for a lock inside git: FirstLockWait ×
+// 2^(attempt-1), bounded by what is left of the retry budget; nothing when the lock is
+// already known to be stale.
+func (r *Runner) window(attempt int) time.Duration {
+	if r.lockStale {
+		return 0
+	}
+	wait := FirstLockWait << min(attempt-1, 20)
+	if attempt > 1 {
+		wait = min(wait, r.remaining())
+	}
+	return wait
+}
+
+// remaining is what is left of the retry budget (a day when it has no limit). It
+// loads the settings: call it only once there is contention.
+func (r *Runner) remaining() time.Duration {
+	s, err := r.loadSettings()
+	if err != nil {
+		return FirstLockWait
+	}
+	if s.Policy.Timeout <= 0 {
+		return 24 * time.Hour
+	}
+	return max(s.Policy.Timeout-time.Since(r.start), 0)
+}
+
+// enterLine queues the attempt behind this host's other refretry processes writing to
+// the same lock (see waitInLine). Every attempt on a repository known to use reftable
+// queues, as its writers all take one lock; on the files backend, where writers to
+// different refs do not contend, only retries queue, on the directory of the lock
+// that failed them. Patience is what is left of the retry budget: the line moves as
+// fast as git commits, and the one at its head is bounded by its own lock window.
+//
+// The head of the line checks whether the lock it is about to wait for is stale; if it
+// is, git is run without a lock wait, so that the stale lock is reported at once.
+func (r *Runner) enterLine(ctx context.Context, attempt int, ready bool) (leave func()) {
+	r.lockStale = false
+	if attempt == 1 && r.lineDir == "" {
+		r.lineDir = r.reftableDir()
+	}
+	if r.lineDir == "" || !ready {
+		return func() {}
+	}
+	leave, _ = waitInLine(ctx, r.lineDir, r.remaining)
+	r.lockStale = r.heldLockStale()
+	return leave
+}
+
+// heldLockStale reports whether the lock the line is for is present and stale.
+func (r *Runner) heldLockStale() bool {
+	lock := r.lineLock
+	if lock == "" {
+		lock = filepath.Join(r.lineDir, "tables.list.lock")
+	}
+	if _, err := os.Lstat(lock); err != nil {
+		return false // the usual case: nobody holds it
+	}
+	s, err := r.loadSettings()
+	if err != nil {
+		return false
+	}
+	l := &LockedError{Lock: lock}
+	inspectLock(l, s.StaleAfter, time.Now())
+	return l.Stale
 }
 
 // passthrough runs git once with the caller's streams: for arguments refretry cannot
@@ -118,7 +185,10 @@ func (r *Runner) passthrough(ctx context.Context, args Args) (int, error) {
 // finish turns a finished command into an exit code, classifying a failure.
 func finish(cmd *exec.Cmd, runErr error, stderr []byte) (int, error) {
 	code, ran := gitexec.ExitCode(cmd.ProcessState)
-	if !ran {
+	switch {
+	case !ran && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)):
+		return 128, fmt.Errorf("interrupted before git started: %w", runErr)
+	case !ran:
 		return 128, fmt.Errorf("%w: %w", ErrGitNotFound, runErr)
 	}
 	if code == 0 {
@@ -186,6 +256,10 @@ func (r *Runner) checkStale(ctx context.Context, e *Error) {
 	inspectLock(l, s.StaleAfter, time.Now())
 	if l.Stale {
 		e.Class = ClassStaleLock
+		return
+	}
+	if l.Lock != "" {
+		r.lineDir, r.lineLock = filepath.Dir(l.Lock), l.Lock
 	}
 }
 
@@ -198,6 +272,8 @@ func (r *Runner) single(ctx context.Context, args Args) (int, error) {
 	_, err := r.retrier(ctx).Do(ctx, func(ctx context.Context, n int) error {
 		closeSpools(out, errOut)
 		out, errOut = NewSpool(r.SpoolMemory, r.SpoolDir), NewSpool(r.SpoolMemory, r.SpoolDir)
+		leave := r.enterLine(ctx, n, true)
+		defer leave()
 		cmd := r.retryCommand(ctx, args, n)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, out, errOut
 		runErr := cmd.Run()

@@ -147,6 +147,13 @@ func (s *session) readInput(ctx context.Context) {
 // attempt runs one git process: it replays the current segment of the log, then
 // receives the rest of the caller's input until the caller's input ends.
 func (s *session) attempt(ctx context.Context, n int) (int, error) {
+	// Only an attempt that has all of its input queues: one still waiting for the
+	// caller must not keep others waiting.
+	s.wmu.Lock()
+	ready := s.eof
+	s.wmu.Unlock()
+	leave := s.r.enterLine(ctx, n, ready)
+	defer leave()
 	cmd := s.r.retryCommand(ctx, s.args, n)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

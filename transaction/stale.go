@@ -60,25 +60,56 @@ func processGone(pid int) bool {
 }
 
 // reftableLock finds tables.list.lock for the repository git would use: reftable's
-// message names no file.
+// message names no file. Per-worktree refs have their own stack in the worktree's git
+// directory, so a lock there is found too.
 func (r *Runner) reftableLock(ctx context.Context) string {
-	if r.reftableLockPath != nil {
-		return *r.reftableLockPath
+	d, ok := r.repo(ctx)
+	if !ok {
+		return ""
 	}
 	path := ""
-	out, err := r.command(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir").Output()
-	if err == nil {
-		for _, dir := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			p := filepath.Join(dir, "reftable", "tables.list.lock")
-			if path == "" {
-				path = p
-			}
-			if _, err := os.Stat(p); err == nil {
-				path = p
-				break
-			}
+	for _, dir := range []string{d.commonDir, d.gitDir} {
+		p := filepath.Join(dir, "reftable", "tables.list.lock")
+		if path == "" {
+			path = p
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p
 		}
 	}
-	r.reftableLockPath = &path
 	return path
+}
+
+// repo returns the repository's directories: found in-process when that is certain,
+// else from git rev-parse. The answer is cached.
+func (r *Runner) repo(ctx context.Context) (repoDirs, bool) {
+	if r.repoKnown {
+		return r.repoDirs, r.repoDirs.gitDir != ""
+	}
+	r.repoKnown = true
+	if d, ok := discover(r.Dirs, r.Env); ok {
+		r.repoDirs = d
+		return d, true
+	}
+	out, err := r.command(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir").Output()
+	if err != nil {
+		return repoDirs{}, false
+	}
+	common, gitDir, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	r.repoDirs = repoDirs{gitDir: gitDir, commonDir: common}
+	return r.repoDirs, gitDir != ""
+}
+
+// reftableDir is the repository's reftable directory when refretry can tell, without
+// starting a process, that the repository uses reftable; "" otherwise.
+func (r *Runner) reftableDir() string {
+	d, ok := discover(r.Dirs, r.Env)
+	if !ok {
+		return ""
+	}
+	dir := filepath.Join(d.commonDir, "reftable")
+	if _, err := os.Stat(filepath.Join(dir, "tables.list")); err != nil {
+		return ""
+	}
+	return dir
 }

@@ -1,0 +1,85 @@
+package transaction
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// waitInLine queues this process behind other refretry processes on the same host
+// that are retrying on the same lock, and returns a function that leaves the line.
+//
+// Without it, every writer that lost the race polls the lock from its own git, and
+// git's polling sleeps ever longer (up to a second) while the lock may already be
+// free: at hundreds of writers the lock sits idle much of the time and each failed
+// poll costs a process start. In line, a waiting writer sleeps in the kernel until the
+// one ahead of it is done, then starts its git at once.
+//
+// The line is an flock(2) on dir, the directory holding the contended lock: the OS
+// drops it when its holder exits however it ends, so it can never go stale, and it
+// changes nothing in the repository. It only orders refretry's own retries; git's lock
+// still decides who writes. patience, asked only when the line is not empty, bounds
+// the wait: after it, or when ctx is done, the caller goes ahead without the line,
+// exactly as it would have without it. queued reports whether anyone was ahead.
+func waitInLine(ctx context.Context, dir string, patience func() time.Duration) (leave func(), queued bool) {
+	nop := func() {}
+	f, err := os.Open(dir)
+	if err != nil {
+		return nop, false
+	}
+	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		return func() { f.Close() }, false
+	} else if !errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return nop, false
+	}
+	var (
+		mu        sync.Mutex
+		abandoned bool
+	)
+	done := make(chan error, 1)
+	go func() {
+		err := flock(f, syscall.LOCK_EX)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil || abandoned {
+			f.Close() // closing the only descriptor leaves the line
+		}
+		done <- err
+	}()
+	t := time.NewTimer(patience())
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nop, true
+		}
+		return func() { f.Close() }, true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case err := <-done: // got it (or failed) just now
+		if err != nil {
+			return nop, true
+		}
+		return func() { f.Close() }, true
+	default:
+		abandoned = true // the waiting goroutine closes f once flock returns
+		return nop, true
+	}
+}
+
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package transaction
+
+import (
+	"context"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLineOrder: the second process in line waits until the first leaves, then goes.
+func TestLineOrder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	forever := func() time.Duration { return time.Hour }
+
+	leave1, queued := waitInLine(ctx, dir, forever)
+	if queued {
+		t.Fatal("first in an empty line reported queueing")
+	}
+	got := make(chan bool)
+	go func() {
+		leave2, queued := waitInLine(ctx, dir, forever)
+		defer leave2()
+		got <- queued
+	}()
+	select {
+	case <-got:
+		t.Fatal("second in line went ahead while the first was still there")
+	case <-time.After(200 * time.Millisecond):
+	}
+	leave1()
+	if q := <-got; !q {
+		t.Error("second in line did not report that it queued")
+	}
+}
+
+// TestLinePatience: a process whose patience runs out goes ahead without the line and
+// does not take it later (the line stays usable for the others).
+func TestLinePatience(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	leave1, _ := waitInLine(ctx, dir, nil)
+	leave2, queued := waitInLine(ctx, dir, func() time.Duration { return 50 * time.Millisecond })
+	if !queued {
+		t.Fatal("an occupied line was not noticed")
+	}
+	leave2() // a no-op: it never got the line
+	leave1()
+	// The abandoned wait must have let go: a third process gets the line at once.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		leave3, queued := waitInLine(ctx, dir, func() time.Duration { return 0 })
+		leave3()
+		if !queued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the line stayed taken after everyone left")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLineCanceled: cancelling the context ends the wait.
+func TestLineCanceled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	leave1, _ := waitInLine(context.Background(), dir, nil)
+	defer leave1()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		leave, _ := waitInLine(ctx, dir, func() time.Duration { return time.Hour })
+		leave()
+		close(done)
+	}()
+	cancel()
+	<-done
+}
+
+// TestLineReleasedOnDeath: the line belongs to a process; when it dies, even by
+// SIGKILL, the next one goes. Nothing is left to clean up.
+func TestLineReleasedOnDeath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// flock(1) from util-linux holds the line as another process would.
+	holder := exec.Command("flock", "-o", dir, "sleep", "60")
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := holder.Start(); err != nil {
+		t.Skipf("flock(1) unavailable: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for { // wait until the holder has it
+		leave, queued := waitInLine(context.Background(), dir, func() time.Duration { return 0 })
+		leave()
+		if queued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("flock(1) never took the line")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
+	}()
+	leave, _ := waitInLine(context.Background(), dir, func() time.Duration { return 20 * time.Second })
+	_ = holder.Wait()
+	probe := func() bool {
+		l, queued := waitInLine(context.Background(), dir, func() time.Duration { return 0 })
+		l()
+		return queued
+	}
+	if !probe() {
+		t.Error("after the holder died, this process should hold the line")
+	}
+	leave()
+	if probe() {
+		t.Error("the line is still taken after its holder was killed and the next one left")
+	}
+}
