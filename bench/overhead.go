@@ -55,57 +55,63 @@ func runOverhead(r *runner, cfg config, root string) (string, error) {
 }
 
 func singleSection(b *strings.Builder, r *runner, cfg config, root string) error {
-	fmt.Fprintf(b, "### Single update\n\n%d calls of each tool per backend, alternating which goes first; "+
-		"git writes `refs/heads/s<i>`, refretry `refs/heads/t<i>`, both in the same repository.\n\n", cfg.singleRuns)
+	fmt.Fprintf(b, "### Single update\n\n%d calls of each tool per backend, in an order rotated by call; "+
+		"git writes `refs/heads/s<i>`, refretry `refs/heads/t<i>`, and a minimal Go wrapper (a Go program that only runs "+
+		"`git update-ref` with the same arguments and waits: the floor for any Go tool that starts git) `refs/heads/u<i>`, "+
+		"all in the same repository.\n\n", cfg.singleRuns)
+	floor, err := buildFloor(root)
+	if err != nil {
+		return err
+	}
 	b.WriteString("| backend | tool | median (ms) | p90 (ms) | failures | refs verified |\n|---|---|--:|--:|--:|---|\n")
 	var notes []string
 	for _, format := range []string{"reftable", "files"} {
-		git, rr, err := singleRuns(r, cfg, root, format)
+		git, rr, fl, err := singleRuns(r, cfg, root, format, floor)
 		if err != nil {
 			return fmt.Errorf("single update, %s: %w", format, err)
 		}
 		for _, row := range []struct {
 			name string
 			c    calls
-		}{{"git update-ref", git}, {"refretry", rr}} {
+		}{{"git update-ref", git}, {"refretry", rr}, {"minimal Go wrapper", fl}} {
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d/%d |\n", format, row.name,
 				millis(median(row.c.walls)), millis(percentile(row.c.walls, 90)),
 				row.c.failures, row.c.verified, len(row.c.walls))
 		}
-		notes = append(notes, fmt.Sprintf("refretry ÷ git, medians, %s: **%s**", format,
-			ratio(median(rr.walls), median(git.walls))))
+		notes = append(notes, fmt.Sprintf("refretry ÷ git, medians, %s: **%s** (minimal Go wrapper ÷ git: %s)", format,
+			ratio(median(rr.walls), median(git.walls)), ratio(median(fl.walls), median(git.walls))))
 		notes = append(notes, failureNotes(format, git, rr)...)
 	}
 	b.WriteString("\n" + strings.Join(notes, "  \n") + "\n\n")
 	return nil
 }
 
-// singleRuns alternates single-ref updates of both tools in one fresh
-// repository, then checks every ref.
-func singleRuns(r *runner, cfg config, root, format string) (git, rr calls, err error) {
+// singleRuns rotates single-ref updates of git, refretry and the minimal Go wrapper
+// in one fresh repository, then checks every ref.
+func singleRuns(r *runner, cfg config, root, format, floor string) (git, rr, fl calls, err error) {
 	rp, err := newRepo(r, root, format)
 	if err != nil {
-		return git, rr, err
+		return git, rr, fl, err
 	}
 	defer func() { err = errors.Join(err, rp.remove()) }()
 	gitTool, rrTool := overheadTools(cfg)
+	flTool := func(args ...string) []string { return append([]string{floor}, gitTool(args...)...) }
 	for i := range cfg.singleRuns {
 		steps := []func() error{
 			func() error { return singleCall(r, rp, gitTool, fmt.Sprintf("refs/heads/s%d", i), &git) },
 			func() error { return singleCall(r, rp, rrTool, fmt.Sprintf("refs/heads/t%d", i), &rr) },
+			func() error { return singleCall(r, rp, flTool, fmt.Sprintf("refs/heads/u%d", i), &fl) },
 		}
-		if i%2 == 1 {
-			slices.Reverse(steps)
-		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return git, rr, err
+		for k := range steps {
+			if err := steps[(i+k)%len(steps)](); err != nil {
+				return git, rr, fl, err
 			}
 		}
 	}
-	progress("single %s: git %s ms, refretry %s ms (medians)", format, millis(median(git.walls)), millis(median(rr.walls)))
-	git.verified, rr.verified, err = countSingles(r, rp)
-	return git, rr, err
+	progress("single %s: git %s ms, refretry %s ms, minimal Go wrapper %s ms (medians)", format,
+		millis(median(git.walls)), millis(median(rr.walls)), millis(median(fl.walls)))
+	git.verified, rr.verified, fl.verified, err = countSingles(r, rp)
+	return git, rr, fl, err
 }
 
 func singleCall(r *runner, rp repo, t tool, ref string, c *calls) error {
@@ -117,8 +123,8 @@ func singleCall(r *runner, rp repo, t tool, ref string, c *calls) error {
 	return nil
 }
 
-// countSingles counts refs/heads/s* and refs/heads/t* refs at the commit.
-func countSingles(r *runner, rp repo) (s, t int, err error) {
+// countSingles counts refs/heads/s*, t* and u* refs at the commit.
+func countSingles(r *runner, rp repo) (s, t, u int, err error) {
 	err = eachRef(r, rp, "refs/heads/", func(name, oid string) {
 		if oid != rp.oid {
 			return
@@ -128,9 +134,11 @@ func countSingles(r *runner, rp repo) (s, t int, err error) {
 			s++
 		case strings.HasPrefix(name, "refs/heads/t"):
 			t++
+		case strings.HasPrefix(name, "refs/heads/u"):
+			u++
 		}
 	})
-	return s, t, err
+	return s, t, u, err
 }
 
 func batchSection(b *strings.Builder, r *runner, cfg config, root string) error {
