@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,7 +169,7 @@ func TestConcurrentWriters(t *testing.T) {
 func TestHeldLockReleased(t *testing.T) {
 	t.Parallel()
 	for _, bc := range backends(t) {
-		for _, form := range []string{"single", "stdin", "delete-packed"} {
+		for _, form := range []string{"single", "stdin", "stdin-z", "delete-packed"} {
 			t.Run(bc.git.Name()+"/"+bc.backend+"/"+form, func(t *testing.T) {
 				t.Parallel()
 				r := testutil.NewRepo(t, bc.git, bc.backend)
@@ -177,6 +179,8 @@ func TestHeldLockReleased(t *testing.T) {
 				switch form {
 				case "stdin":
 					args, stdin = []string{"--stdin"}, "create "+ref+" "+r.Commit+"\n"
+				case "stdin-z":
+					args, stdin = []string{"--stdin", "-z"}, "create "+ref+"\x00"+r.Commit+"\x00"
 				case "delete-packed":
 					r.Run("update-ref", ref, r.Commit)
 					args = []string{"-d", ref}
@@ -205,6 +209,47 @@ func TestHeldLockReleased(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestMillionUpdateBatch: a --stdin batch of a million creates goes through refretry
+// (input spooled to disk past its memory limit) and every ref lands.
+func TestMillionUpdateBatch(t *testing.T) {
+	t.Parallel()
+	const n = 1_000_000
+	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
+	cmd := refretryCommand(r, "--stdin")
+	pr, pw := io.Pipe()
+	cmd.Stdin = pr
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		bw := bufio.NewWriterSize(pw, 1<<20)
+		for i := range n {
+			fmt.Fprintf(bw, "create refs/heads/m/%07d %s\n", i, r.Commit)
+		}
+		pw.CloseWithError(bw.Flush())
+	}()
+	if err := cmd.Wait(); err != nil || out.Len() != 0 || errOut.Len() != 0 {
+		t.Fatalf("refretry --stdin: %v, stdout %q, stderr %q", err, out.String(), errOut.String())
+	}
+	count := commandIn(r, r.Git.Path, "for-each-ref", "--format=%(objectname)", "refs/heads/m/")
+	lines, err := count.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, wrong := 0, 0
+	for _, oid := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+		got++
+		if oid != r.Commit {
+			wrong++
+		}
+	}
+	if got != n || wrong != 0 {
+		t.Errorf("%d refs, %d at the wrong commit; want %d at %s", got, wrong, n, r.Commit)
 	}
 }
 
