@@ -66,6 +66,10 @@ func (r *Reader) Next(buf []byte) ([]byte, Control, error) {
 	return buf, ctl, nil
 }
 
+// Buffered is how many bytes of input have been read ahead and not yet returned: when
+// it is 0, the next call to Next may block waiting for the caller.
+func (r *Reader) Buffered() int { return r.r.Buffered() }
+
 // field appends bytes up to and including the next term.
 func (r *Reader) field(buf []byte, term byte) ([]byte, error) {
 	for {

@@ -104,16 +104,25 @@ func (s *session) ackCount() int {
 	return s.acks
 }
 
-// readInput copies the caller's commands into the log and to the running git.
+// readInput copies the caller's commands into the log and to the running git. Commands
+// are passed on in chunks rather than one write per command, but never held back:
+// whatever has been read goes out before a read that could wait for the caller, and at
+// every transaction-control command, so an interactive caller sees no delay.
 func (s *session) readInput(ctx context.Context) {
 	rd := NewReader(s.r.Stdin, s.args.NUL)
-	var buf []byte
+	pend := make([]byte, 0, inputChunk)
 	for {
-		line, ctl, err := rd.Next(buf[:0])
-		buf = line
+		var (
+			ctl Control
+			err error
+		)
+		pend, ctl, err = rd.Next(pend)
+		if err == nil && ctl == NotControl && len(pend) < inputChunk && rd.Buffered() > 0 {
+			continue
+		}
 		s.wmu.Lock()
-		if len(line) > 0 {
-			if _, werr := s.log.Write(line); werr != nil && s.inErr == nil {
+		if len(pend) > 0 {
+			if _, werr := s.log.Write(pend); werr != nil && s.inErr == nil {
 				s.inErr = werr
 			}
 			if ctl == Commit || ctl == Abort {
@@ -123,8 +132,9 @@ func (s *session) readInput(ctx context.Context) {
 				s.mu.Unlock()
 			}
 			if s.stdin != nil {
-				_, _ = s.stdin.Write(line) // a git that died is noticed when it exits
+				_, _ = s.stdin.Write(pend) // a git that died is noticed when it exits
 			}
+			pend = pend[:0]
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && s.inErr == nil {
@@ -143,6 +153,9 @@ func (s *session) readInput(ctx context.Context) {
 		}
 	}
 }
+
+// inputChunk is the most input readInput gathers before passing it on.
+const inputChunk = 64 << 10
 
 // attempt runs one git process: it replays the current segment of the log, then
 // receives the rest of the caller's input until the caller's input ends.
