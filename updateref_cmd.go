@@ -66,14 +66,18 @@ func reportAttempt(w io.Writer, a retry.Attempt) {
 // could not run. Failures git alone explains get nothing extra.
 func report(w io.Writer, git string, err error) {
 	var ex *retry.ExhaustedError
+	var re *retry.ResolveError
+	var se *transaction.StartError
 	var te *transaction.Error
 	var l *transaction.LockedError
 	switch {
-	case errors.Is(err, transaction.ErrGitNotFound):
-		fmt.Fprintf(w, "refretry: cannot run git (%s): %v\n", git, errors.Unwrap(err))
+	case errors.As(err, &se):
+		fmt.Fprintf(w, "refretry: cannot run git (%s): %v\n", git, se.Err)
+	case errors.As(err, &re):
+		fmt.Fprintf(w, "refretry: not retried: %v\n", re.Err)
 	case errors.As(err, &ex):
-		fmt.Fprintf(w, "refretry: gave up after %d attempts in %v (%s); last failure: %s\n",
-			ex.Attempts, ex.Elapsed.Round(time.Millisecond), ex.Reason, cause(ex.Err))
+		fmt.Fprintf(w, "refretry: gave up after %s in %v (%s); last failure: %s\n",
+			attempts(ex.Attempts), ex.Elapsed.Round(time.Millisecond), ex.Reason, cause(ex.Err))
 	case errors.As(err, &te) && te.Class == transaction.ClassStaleLock && errors.As(err, &l):
 		fmt.Fprintf(w, "refretry: %s\n", staleAdvice(l))
 	case errors.As(err, &te):
@@ -116,4 +120,12 @@ func staleAdvice(l *transaction.LockedError) string {
 		}
 	}
 	return msg
+}
+
+// attempts is "1 attempt" or "N attempts".
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }

@@ -16,7 +16,7 @@ type Policy struct {
 	MaxAttempts int
 	// InitialDelay is the nominal delay before the second attempt.
 	InitialDelay time.Duration
-	// MaxDelay caps the nominal delay.
+	// MaxDelay caps every delay, jitter included.
 	MaxDelay time.Duration
 	// Multiplier grows the nominal delay after each attempt.
 	Multiplier float64

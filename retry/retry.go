@@ -118,14 +118,14 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt i
 			if perr != nil {
 				a.Final = true
 				r.report(a)
-				return res, fmt.Errorf("%w (after: %w)", perr, err)
+				return res, &ResolveError{Err: perr, After: err}
 			}
 			policy, resolved = p, true
 		}
 		if sched == nil {
 			sched = schedule(policy, clock)
 		}
-		delay := Jitter(sched.NextBackOff(), policy.Jitter, random())
+		delay := min(Jitter(sched.NextBackOff(), policy.Jitter, random()), policy.MaxDelay)
 		reason := stop(ctx, policy, n, end, start, delay)
 		if reason != "" {
 			a.Final = true
@@ -175,3 +175,15 @@ func schedule(p Policy, clock Clock) *backoff.ExponentialBackOff {
 	b.Reset()
 	return b
 }
+
+// ResolveError is returned by [Retrier.Do] when Resolve failed, or gave an invalid
+// policy, after a transient failure: no retry was possible. After is that failure.
+type ResolveError struct {
+	Err   error
+	After error
+}
+
+func (e *ResolveError) Error() string { return fmt.Sprintf("%v (after: %v)", e.Err, e.After) }
+
+// Unwrap returns both errors, so that errors.Is and errors.As find either.
+func (e *ResolveError) Unwrap() []error { return []error{e.Err, e.After} }

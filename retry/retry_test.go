@@ -260,7 +260,35 @@ func TestResolveIsLazy(t *testing.T) {
 	}
 	r.Resolve = func() (retry.Policy, error) { return retry.Policy{}, nil }
 	op, calls = failing(clock, 0, errBusy)
-	if _, err := r.Do(context.Background(), op); !errors.Is(err, retry.ErrInvalidPolicy) || !errors.Is(err, errBusy) || *calls != 1 {
-		t.Fatalf("bad resolved policy: err=%v calls=%d, want ErrInvalidPolicy wrapping errBusy after 1 call", err, *calls)
+	_, err := r.Do(context.Background(), op)
+	var re *retry.ResolveError
+	if !errors.As(err, &re) || !errors.Is(err, retry.ErrInvalidPolicy) || !errors.Is(err, errBusy) || *calls != 1 {
+		t.Fatalf("bad resolved policy: err=%v calls=%d, want a ResolveError wrapping ErrInvalidPolicy and errBusy after 1 call", err, *calls)
+	}
+}
+
+// TestMaxDelayCapsJitter: jitter never takes a delay past MaxDelay.
+func TestMaxDelayCapsJitter(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	p := policy()
+	p.Jitter = 0.5
+	r := &retry.Retrier{Policy: p, Classifier: retry.ClassifierFunc(classify), Clock: clock,
+		Rand: func() float64 { return 0.999 }} // the largest jitter there is
+	op, _ := failing(clock, 0, errBusy, errBusy, errBusy, errBusy, errBusy)
+	if _, err := r.Do(context.Background(), op); err != nil {
+		t.Fatal(err)
+	}
+	capped := 0
+	for _, d := range clock.sleeps {
+		if d > p.MaxDelay {
+			t.Errorf("slept %v, above MaxDelay %v", d, p.MaxDelay)
+		}
+		if d == p.MaxDelay {
+			capped++
+		}
+	}
+	if capped == 0 {
+		t.Errorf("sleeps %v: the schedule never reached MaxDelay, so the cap went untested", clock.sleeps)
 	}
 }

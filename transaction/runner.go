@@ -57,15 +57,24 @@ type Runner struct {
 	lockStale    bool     // the head of the line found the lock stale
 }
 
-// ErrGitNotFound is wrapped by the error Run returns when git cannot be started.
+// ErrGitNotFound is matched (errors.Is) by the error Run returns when git cannot be
+// started: a *StartError.
 var ErrGitNotFound = errors.New("git could not be started")
+
+// StartError is why git could not be started: the executable is missing, not
+// executable, or the system refused a new process.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string        { return "git could not be started: " + e.Err.Error() }
+func (e *StartError) Unwrap() error        { return e.Err }
+func (e *StartError) Is(target error) bool { return target == ErrGitNotFound }
 
 // Run runs update-ref with args (the caller's arguments, verbatim) until it succeeds,
 // fails for a reason other than lock contention, or the retry budget is spent. git's
 // stdout and stderr reach the Runner's writers as git wrote them, from the final
 // attempt only. It returns the exit code to exit with and an error describing the
-// failure: a *Error, a *retry.ExhaustedError wrapping one, or an error wrapping
-// ErrGitNotFound.
+// failure: a *Error, a *retry.ExhaustedError wrapping one, a *StartError, or a
+// *retry.ResolveError when the settings needed for a retry were bad.
 func (r *Runner) Run(ctx context.Context, args Args) (int, error) {
 	r.start = time.Now()
 	switch {
@@ -189,7 +198,7 @@ func finish(cmd *exec.Cmd, runErr error, stderr []byte) (int, error) {
 	case !ran && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)):
 		return 128, fmt.Errorf("interrupted before git started: %w", runErr)
 	case !ran:
-		return 128, fmt.Errorf("%w: %w", ErrGitNotFound, runErr)
+		return 128, &StartError{Err: runErr}
 	}
 	if code == 0 {
 		return 0, nil
