@@ -27,6 +27,11 @@ type Globals struct {
 	InitialDelay string   `placeholder:"DURATION" help:"Delay before the first retry, before jitter (env REFRETRY_INITIAL_DELAY, config refretry.initialDelay; default ${initial})."`
 	MaxDelay     string   `placeholder:"DURATION" help:"Cap on the delay between attempts (env REFRETRY_MAX_DELAY, config refretry.maxDelay; default ${maxdelay})."`
 	StaleAfter   string   `placeholder:"DURATION" help:"A lock older than this is stale: stop at once instead of waiting (env REFRETRY_STALE_AFTER, config refretry.staleAfter; default ${stale})."`
+	// Logging (logging.go, docs/logging.md).
+	LogFormat string `placeholder:"FORMAT" help:"Log format on stderr: auto, text, json, github or gitlab (env REFRETRY_LOG_FORMAT, config refretry.logFormat; default auto: github or gitlab when detected, else refretry's plain lines)."`
+	LogFile   string `placeholder:"PATH" help:"Also append JSON lines to PATH (env REFRETRY_LOG_FILE, config refretry.logFile)."`
+
+	config map[string]string // git config as read by readConfig; nil until then
 }
 
 // CLI is refretry's grammar. Arguments after refretry's options are update-ref's,
@@ -139,6 +144,7 @@ func (e exitError) ExitCode() int { return int(e) }
 var ownOptions = map[string]bool{
 	"-C": true, "--directory": true, "--git": true, "--timeout": true, "--max-attempts": true,
 	"--initial-delay": true, "--max-delay": true, "--stale-after": true,
+	"--log-format": true, "--log-file": true,
 }
 
 // splitArgs separates refretry's own options (which come first), the optional command

@@ -124,11 +124,16 @@ func resolveSettings(ctx context.Context, g *Globals, e env, git string) (transa
 }
 
 // readConfig returns the refretry.* variables git config sees for the repository,
-// keys lower-cased as git prints them. A failure reads as no configuration: the
-// defaults then apply.
+// and extensions.refstorage (the ref backend, for the logs), keys lower-cased as git
+// prints them. A failure reads as no configuration: the defaults then apply. It runs
+// git once per invocation; later calls return the same map.
 func readConfig(ctx context.Context, g *Globals, e env, git string) map[string]string {
+	if g.config != nil {
+		return g.config
+	}
 	cfg := map[string]string{}
-	out, err := gitexec.Command(ctx, git, g.Dirs, e, "config", "--get-regexp", `^refretry\.`).Output()
+	g.config = cfg
+	out, err := gitexec.Command(ctx, git, g.Dirs, e, "config", "--get-regexp", `^(refretry\.|extensions\.refstorage$)`).Output()
 	if err != nil {
 		return cfg
 	}

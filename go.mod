@@ -5,7 +5,11 @@ go 1.25
 require (
 	github.com/alecthomas/kong v1.17.0
 	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/google/uuid v1.6.0
 	github.com/rogpeppe/go-internal v1.16.0
 )
 
-require golang.org/x/tools v0.26.0 // indirect
+require (
+	golang.org/x/sys v0.26.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
+)

@@ -30,18 +30,21 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 	if git == "" {
 		git = "git"
 	}
+	args := transaction.ParseArgs(c.Args)
+	lg, ls, err := startLog(ctx, g, e, git, s, args) // logging.go
+	if err != nil {
+		return err
+	}
 	r := &transaction.Runner{
 		Git: git, Dirs: g.Dirs, Env: e,
-		Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr,
+		Stdin: ls.Stdin, Stdout: s.Stdout, Stderr: ls.Stderr,
 		Settings: func() (transaction.Settings, error) {
 			return resolveSettings(ctx, g, e, git)
 		},
-		OnAttempt: func(a retry.Attempt) { reportAttempt(s.Stderr, a) },
+		OnAttempt: lg.attempt,
 	}
-	code, err := r.Run(ctx, transaction.ParseArgs(c.Args))
-	if err != nil {
-		report(s.Stderr, git, err)
-	}
+	code, err := r.Run(ctx, args)
+	lg.finish(code, err) // prints report's line, and the summary when logging
 	if errors.Is(err, transaction.ErrGitNotFound) {
 		return exitError(exitGitMissing)
 	}

@@ -1,0 +1,123 @@
+package ci
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// GitHubHandler writes GitHub Actions workflow commands. The attempts of an operation
+// go inside one ::group:: (opened by the first attempt record, closed by the final
+// one); the summary follows the group: a plain line when the first attempt succeeded,
+// a ::warning when it succeeded after retries, a titled ::error when it failed. Each
+// record is one Write.
+type GitHubHandler struct {
+	st    *groupState
+	attrs attrSet
+}
+
+type groupState struct {
+	out  output
+	open bool
+}
+
+// NewGitHubHandler returns a GitHubHandler writing to w (the step's stderr: the runner
+// reads commands from both of a step's streams).
+func NewGitHubHandler(w io.Writer) *GitHubHandler {
+	return &GitHubHandler{st: &groupState{out: output{w: w}}}
+}
+
+// Enabled reports true for every level.
+func (h *GitHubHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+// WithAttrs returns a handler that adds attrs to every record.
+func (h *GitHubHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &GitHubHandler{st: h.st, attrs: h.attrs.with(attrs)}
+}
+
+// WithGroup returns a handler that qualifies later attributes with name.
+func (h *GitHubHandler) WithGroup(name string) slog.Handler {
+	return &GitHubHandler{st: h.st, attrs: h.attrs.group(name)}
+}
+
+// Handle writes the record.
+func (h *GitHubHandler) Handle(_ context.Context, r slog.Record) error {
+	f := h.attrs.fields(r)
+	id := f.str(KeyOperationID)
+	var b strings.Builder
+	h.st.out.mu.Lock()
+	defer h.st.out.mu.Unlock()
+	switch r.Message {
+	case MsgAttempt:
+		a := f.attempt()
+		if !h.st.open {
+			b.WriteString(workflowCommand("group", nil, "refretry: update-ref, operation "+id))
+			h.st.open = true
+		}
+		b.WriteString(githubPlain(attemptLine(a)) + "\n")
+		if a.Final {
+			b.WriteString(workflowCommand("endgroup", nil, ""))
+			h.st.open = false
+		}
+	case MsgSummary:
+		if h.st.open {
+			b.WriteString(workflowCommand("endgroup", nil, ""))
+			h.st.open = false
+		}
+		s := f.summary()
+		text := "refretry: " + s.Headline() + " (operation " + id + ")"
+		// The legacy "##[" form is not read inside a "::" command, but break it anyway.
+		legacy := strings.NewReplacer("##[", `##\[`)
+		switch {
+		case s.Result == ResultSuccess && s.Attempts <= 1:
+			b.WriteString(githubPlain(text) + "\n")
+		case s.Result == ResultSuccess:
+			b.WriteString(workflowCommand("warning",
+				[][2]string{{"title", "refretry: lock contention, retried"}}, legacy.Replace(text)))
+		default:
+			if s.Advice != "" {
+				text += "\n" + s.Advice
+			}
+			b.WriteString(workflowCommand("error",
+				[][2]string{{"title", "refretry: update-ref " + string(s.Result)}}, legacy.Replace(text)))
+		}
+	default:
+		b.WriteString(githubPlain("refretry: "+h.attrs.other(r)) + "\n")
+	}
+	if _, err := io.WriteString(h.st.out.w, b.String()); err != nil {
+		return fmt.Errorf("writing log: %w", err)
+	}
+	return nil
+}
+
+// attemptLine describes an attempt in full, for the CI formats' collapsed sections:
+// "attempt 2: exit 128, lock-contention on <lock> (age 1.2s, holder pid 42) after
+// 1.003s; retrying in 40ms".
+func attemptLine(a Attempt) string {
+	took := a.Duration.Round(time.Millisecond)
+	if a.Class == "" {
+		return fmt.Sprintf("attempt %d: ok after %v", a.Number, took)
+	}
+	s := fmt.Sprintf("attempt %d: exit %d, %s", a.Number, a.ExitCode, cause(a.Class, a.Lock, a.Error))
+	var facts []string
+	if a.LockAge > 0 {
+		facts = append(facts, "age "+a.LockAge.Round(time.Millisecond).String())
+	}
+	if a.HolderPID > 0 {
+		facts = append(facts, fmt.Sprintf("holder pid %d", a.HolderPID))
+	}
+	if len(facts) > 0 {
+		s += " (" + strings.Join(facts, ", ") + ")"
+	}
+	s += fmt.Sprintf(" after %v", took)
+	switch {
+	case a.Delay > 0:
+		s += fmt.Sprintf("; retrying in %v", a.Delay.Round(time.Millisecond))
+	case a.Final:
+		s += "; no further attempt"
+	}
+	return s
+}

@@ -1,0 +1,13 @@
+package ci
+
+import (
+	"io"
+	"log/slog"
+)
+
+// NewJSONHandler returns a handler writing one JSON object per line, with one Write
+// per record (as [slog.JSONHandler] does): time, level, msg, then the attributes of
+// the schema in docs/logging.md. Every level is written.
+func NewJSONHandler(w io.Writer) slog.Handler {
+	return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})
+}

@@ -1,0 +1,66 @@
+package ci
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// Output is one GitHub step output.
+type Output struct{ Name, Value string }
+
+// WriteOutputs appends step outputs to the GitHub output file at path, each as
+// "name<<DELIMITER", the value, "DELIMITER", with a delimiter drawn from random that
+// neither the name nor the value contains; all of them with one write, under flock.
+func WriteOutputs(path string, random io.Reader, outs []Output) error {
+	var b strings.Builder
+	for _, o := range outs {
+		delim, err := delimiter(random, o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s<<%s\n%s\n%s\n", o.Name, delim, o.Value, delim)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("step outputs: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("step outputs: locking: %w", err)
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if _, err := f.WriteString(b.String()); err != nil {
+		return fmt.Errorf("step outputs: %w", err)
+	}
+	return nil
+}
+
+func delimiter(random io.Reader, o Output) (string, error) {
+	for {
+		tok, err := token(random)
+		if err != nil {
+			return "", err
+		}
+		d := "REFRETRY_EOF_" + tok
+		if !strings.Contains(o.Value, d) && !strings.Contains(o.Name, d) {
+			return d, nil
+		}
+	}
+}
+
+// token is 128 random bits in hex.
+func token(random io.Reader) (string, error) {
+	if random == nil {
+		random = rand.Reader
+	}
+	var b [16]byte
+	if _, err := io.ReadFull(random, b[:]); err != nil {
+		return "", fmt.Errorf("random token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
