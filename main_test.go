@@ -22,6 +22,11 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// The script tests (script_test.go) run this test binary under the name refretry:
+	// it then is refretry, with coverage and the race detector on.
+	if filepath.Base(os.Args[0]) == "refretry" {
+		main()
+	}
 	dir, err := os.MkdirTemp("", "refretry-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

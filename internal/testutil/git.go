@@ -67,12 +67,15 @@ func probe(t testing.TB, path string) Git {
 	return g
 }
 
-// Env is a fixed environment for test repositories: no user or system config, fixed
-// identities and dates so object ids are the same on every run, C locale.
+// Env is a fixed environment for test repositories: no user or system config, no CI
+// variables, fixed identities and dates so object ids are the same on every run, C
+// locale.
 func Env(home string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "GIT_") || strings.HasPrefix(kv, "REFRETRY_") ||
+			// A CI's own variables would switch refretry's logging to that CI's format.
+			strings.HasPrefix(kv, "GITHUB_") || strings.HasPrefix(kv, "GITLAB_") || strings.HasPrefix(kv, "CI=") ||
 			strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
 			continue
 		}

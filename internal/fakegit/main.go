@@ -1,0 +1,265 @@
+// Command fakegit stands in for git in refretry's script tests (testdata/script). Put
+// first on PATH under the name "git", it makes `git update-ref` fail the way real git
+// failed, a chosen number of times, and otherwise is the real git.
+//
+// Every invocation whose subcommand is update-ref is counted. The first
+// REFRETRY_FAKEGIT_TIMES of them replay REFRETRY_FAKEGIT_FIXTURE, a capture of real
+// git's output from testdata/stderr: its stdout and stderr bytes and its exit code.
+// Every later invocation, and every invocation of another subcommand (rev-parse,
+// config, …), execs the real git with the same arguments, standard input and
+// environment.
+//
+// A replay reads standard input as git would have before failing: all of it for
+// `--stdin` (a batch fails when it is committed, at the end of the input), up to the
+// failing command for a failure at an interactive `prepare` or `commit` (answering the
+// commands before it with the captured "<verb>: ok" lines as they arrive), and none of
+// it otherwise.
+//
+// The captures were made in a repository at /tmp/refretry-fixtures/r; when
+// REFRETRY_FAKEGIT_REPO is set, that path is replaced by it in the replayed bytes, so
+// that lock paths name the repository under test. Nothing else is changed.
+//
+// Environment:
+//
+//	REFRETRY_FAKEGIT_REAL     the real git (required)
+//	REFRETRY_FAKEGIT_STATE    counter file: one byte is appended per update-ref
+//	REFRETRY_FAKEGIT_LOG      if set, one line per invocation: its subcommand
+//	REFRETRY_FAKEGIT_FIXTURE  the capture to replay (a .txtar file); unset: none
+//	REFRETRY_FAKEGIT_TIMES    how many update-ref invocations replay it (default 0)
+//	REFRETRY_FAKEGIT_REPO     replaces the capture repository's path in replayed bytes
+//
+// The counter is lock-free and crash-safe: each update-ref appends one byte with
+// O_APPEND, which the kernel serialises, and the file offset just after that byte is
+// the invocation's ordinal. A fake that dies afterwards still counted its attempt.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// captureRepo is where scripts/capture-fixtures.sh made every capture.
+const captureRepo = "/tmp/refretry-fixtures/r"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "fakegit: %v\n", err)
+		os.Exit(2) // no git failure exits 2: a broken test set-up cannot pass for one
+	}
+}
+
+func run(args []string) error {
+	gitPath := os.Getenv("REFRETRY_FAKEGIT_REAL")
+	if gitPath == "" {
+		return fmt.Errorf("REFRETRY_FAKEGIT_REAL is not set")
+	}
+	sub, rest := subcommand(args)
+	if err := logCall(sub); err != nil {
+		return err
+	}
+	if sub == "update-ref" {
+		n, err := count()
+		if err != nil {
+			return err
+		}
+		times, _ := strconv.Atoi(os.Getenv("REFRETRY_FAKEGIT_TIMES"))
+		if fixture := os.Getenv("REFRETRY_FAKEGIT_FIXTURE"); fixture != "" && n <= int64(times) {
+			code, err := replay(fixture, rest)
+			if err != nil {
+				return err
+			}
+			os.Exit(code)
+		}
+	}
+	return syscall.Exec(gitPath, append([]string{gitPath}, args...), os.Environ())
+}
+
+// subcommand finds git's subcommand after its global options, and the arguments after it.
+func subcommand(args []string) (string, []string) {
+	withValue := map[string]bool{"-C": true, "-c": true, "--git-dir": true, "--work-tree": true,
+		"--namespace": true, "--config-env": true}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			return a, args[i+1:]
+		}
+		if withValue[a] {
+			i++
+		}
+	}
+	return "", nil
+}
+
+func logCall(sub string) error {
+	path := os.Getenv("REFRETRY_FAKEGIT_LOG")
+	if path == "" {
+		return nil
+	}
+	return appendTo(path, []byte(sub+"\n"))
+}
+
+// count appends this invocation's byte to the counter file and returns its ordinal,
+// starting at 1.
+func count() (int64, error) {
+	path := os.Getenv("REFRETRY_FAKEGIT_STATE")
+	if path == "" {
+		return 0, fmt.Errorf("REFRETRY_FAKEGIT_STATE is not set")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte{'.'}); err != nil {
+		return 0, err
+	}
+	// After an O_APPEND write the offset is just past the byte written, whatever
+	// other processes appended before or after it.
+	return f.Seek(0, io.SeekCurrent)
+}
+
+func appendTo(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// capture is one fixture: git's output and exit code, and how it was invoked.
+type capture struct {
+	form           string // single, delete, stdin, prepare, commit, batch, usage
+	exit           int
+	stdout, stderr []byte
+}
+
+func load(path string) (*capture, error) {
+	ar, err := txtar.ParseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	meta := map[string]string{}
+	for _, line := range strings.Split(string(ar.Comment), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok {
+			meta[k] = v
+		}
+	}
+	c := &capture{form: meta["form"]}
+	if c.exit, err = strconv.Atoi(meta["exit"]); err != nil || c.form == "" {
+		return nil, fmt.Errorf("%s: header lacks form or exit", path)
+	}
+	for _, f := range ar.Files {
+		switch f.Name {
+		case "stdout":
+			c.stdout = f.Data
+		case "stderr":
+			c.stderr = f.Data
+		}
+	}
+	// txtar ends every section with a newline; the capture says when git did not.
+	if meta["stdout-no-final-newline"] == "true" {
+		c.stdout = bytes.TrimSuffix(c.stdout, []byte("\n"))
+	}
+	if meta["stderr-no-final-newline"] == "true" {
+		c.stderr = bytes.TrimSuffix(c.stderr, []byte("\n"))
+	}
+	if repo := os.Getenv("REFRETRY_FAKEGIT_REPO"); repo != "" {
+		from, to := []byte(captureRepo+"/"), []byte(repo+"/")
+		c.stdout = bytes.ReplaceAll(c.stdout, from, to)
+		c.stderr = bytes.ReplaceAll(c.stderr, from, to)
+	}
+	return c, nil
+}
+
+// replay behaves as the captured git did, given update-ref's arguments, and returns
+// its exit code.
+func replay(path string, args []string) (int, error) {
+	c, err := load(path)
+	if err != nil {
+		return 0, err
+	}
+	stdin, nul := false, false
+	for _, a := range args {
+		switch a {
+		case "--stdin":
+			stdin = true
+		case "-z":
+			nul = true
+		}
+	}
+	readsStdin := c.form == "stdin" || c.form == "prepare" || c.form == "commit" || c.form == "batch"
+	if readsStdin != stdin && c.form != "usage" {
+		return 0, fmt.Errorf("%s captures a %s failure, but update-ref was run with %q", path, c.form, args)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	switch {
+	case c.form == "prepare" || c.form == "commit":
+		sep := byte('\n')
+		if nul {
+			sep = 0
+		}
+		if err := converse(os.Stdin, out, sep, c.form, c.stdout); err != nil {
+			return 0, err
+		}
+	case stdin:
+		if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
+			return 0, err
+		}
+		out.Write(c.stdout)
+	default:
+		out.Write(c.stdout)
+	}
+	if err := out.Flush(); err != nil {
+		return 0, err
+	}
+	if _, err := os.Stderr.Write(c.stderr); err != nil {
+		return 0, err
+	}
+	return c.exit, nil
+}
+
+// converse reads the interactive protocol's commands until failVerb, answering each
+// command that the capture answered with the captured line as soon as it is read, as
+// git does. Whatever the capture printed after that is written when failVerb arrives
+// (or the input ends), just before git's error.
+func converse(in io.Reader, out *bufio.Writer, sep byte, failVerb string, answers []byte) error {
+	pending := strings.SplitAfter(string(answers), "\n")
+	if pending[len(pending)-1] == "" {
+		pending = pending[:len(pending)-1]
+	}
+	br := bufio.NewReader(in)
+	for {
+		cmd, err := br.ReadString(sep)
+		cmd = strings.TrimSuffix(cmd, string(sep))
+		verb, _, _ := strings.Cut(cmd, " ")
+		if verb == failVerb || err != nil {
+			if err != nil && err != io.EOF {
+				return err
+			}
+			break
+		}
+		if len(pending) > 0 && verb != "" && strings.HasPrefix(pending[0], verb+": ") {
+			out.WriteString(pending[0])
+			pending = pending[1:]
+			if err := out.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, line := range pending {
+		out.WriteString(line)
+	}
+	return nil
+}
