@@ -41,6 +41,7 @@ type CLI struct {
 
 	UpdateRef UpdateRefCmd `cmd:"" name:"update-ref" default:"1" help:"Run git update-ref with these arguments, retrying lock contention (the default command)."`
 	Version   VersionCmd   `cmd:"" help:"Print refretry's version."`
+	Push      PushCmd      `cmd:"" help:"Run git push (atomic unless --no-atomic; --rebase to rebase onto a moved branch) with these arguments, retrying remote lock contention and transport failures."`
 }
 
 // env is the caller's environment, as given to run.
@@ -82,6 +83,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		kong.Description("A drop-in git update-ref that retries lock contention, and only that.\n\n"+
 			"Usage: refretry [options] <git update-ref arguments>\n"+
 			"       refretry [options] update-ref <git update-ref arguments>\n"+
+			"       refretry [options] push [--no-atomic] [--rebase] <git push arguments>\n"+
 			"       refretry version"),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exitCode = code }),
@@ -110,6 +112,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	cli.UpdateRef.Args = rest
+	cli.Push.Args = rest
 	return exitCodeOf(stderr, kctx.Run(&cli.Globals))
 }
 
@@ -178,7 +181,7 @@ func splitArgs(args []string) (own []string, cmdWord string, rest []string) {
 		}
 		break
 	}
-	if i < len(args) && (args[i] == "update-ref" || args[i] == "version") {
+	if i < len(args) && (args[i] == "update-ref" || args[i] == "version" || args[i] == "push") {
 		cmdWord = args[i]
 		i++
 	}

@@ -1,0 +1,312 @@
+package push
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Reasons in porcelain lines (never translated). The server's lock failures appear
+// only as these generic reasons; the remote: lines say what really happened.
+const (
+	reasonFailedRefs        = "failed to update refs"     // 2.51+: a whole batch failed
+	reasonFailedRef         = "failed to update ref"      // 2.39: one ref's transaction failed
+	reasonAtomicFailed      = "atomic transaction failed" // --atomic: the server's transaction failed
+	reasonRefExists         = "reference already exists"  // 2.51+ files backend, also lock contention
+	reasonAtomicPushFailed  = "atomic push failed"        // --atomic: collateral of a client-side rejection
+	reasonAtomicPushFailure = "atomic push failure"       // --atomic: collateral of a server-side rejection
+	reasonNonFastForward    = "non-fast-forward"
+	reasonFetchFirst        = "fetch first"
+	reasonIncorrectOld      = "incorrect old value provided" // the server's compare-and-swap failed
+	// summaryRemoteFailure marks refs whose result the server never reported
+	// ("remote failed to report status"): the connection broke after the pack was sent.
+	summaryRemoteFailure = "[remote failure]"
+)
+
+// rejectedReasons are refusals of the update itself: never retried.
+var rejectedReasons = map[string]bool{
+	"stale info": true, "already exists": true,
+	"needs force": true, "remote ref does not exist": true, "no match": true,
+}
+
+// declinedReasons are the server's policies and hooks: never retried.
+var declinedReasons = map[string]bool{
+	"hook declined": true, "pre-receive hook declined": true, "deletion prohibited": true,
+	"deny updating a hidden ref": true, "branch is currently checked out": true,
+	"deletion of the current branch prohibited": true, "funny refname": true,
+	"shallow update not allowed": true, "denying non-fast-forward": true,
+	"non-fast-forward": true, // from the server: receive.denyNonFastForwards
+}
+
+// classRank orders permanent classes: when refs fail for different reasons, the
+// highest rank decides, so that a retryable or rebasable ref never hides a real refusal.
+var classRank = map[Class]int{
+	ClassLockContention: 1, ClassTransport: 1, ClassBehind: 2, ClassRejected: 3, ClassStaleLock: 4,
+	ClassDeclined: 5, ClassOther: 6,
+}
+
+// Classify turns a finished git push (exit code, --porcelain standard output, C-locale
+// standard error) into an *Error, or nil when it succeeded. Per-ref rejections decide
+// first; only a push that printed none is judged by its error message. A failure it
+// does not recognise is ClassOther, which is never retried.
+func Classify(exitCode int, stdout, stderr []byte) *Error {
+	if exitCode == 0 {
+		return nil
+	}
+	rep := ParsePorcelain(stdout)
+	e := &Error{ExitCode: exitCode, Class: ClassOther, Refs: rep.Refs, URL: rep.URL}
+	if exitCode == 129 {
+		e.Class, e.Message = ClassUsage, lastMessage(stderr)
+		return e
+	}
+	rejected := false
+	for _, s := range rep.Refs {
+		rejected = rejected || s.Rejected()
+	}
+	if rejected {
+		classifyRefs(e, remoteEvidence(stderr))
+		if e.Class == ClassTransport {
+			if te, _ := transportFailure(stderr); te != nil {
+				e.Cause = te
+			} else {
+				e.Cause = &TransportError{Message: e.Message}
+			}
+		}
+		return e
+	}
+	e.Message = lastMessage(stderr)
+	if te, auth := transportFailure(stderr); auth {
+		e.Class = ClassAuth
+	} else if te != nil {
+		e.Class, e.Cause = ClassTransport, te
+	}
+	return e
+}
+
+// classifyRefs picks the class of a push with rejected refs from the worst of them.
+func classifyRefs(e *Error, ev evidence) {
+	best := Class("")
+	var first *RefStatus
+	e.classes = make([]Class, len(e.Refs))
+	for i, s := range e.Refs {
+		if !s.Rejected() {
+			continue
+		}
+		if first == nil {
+			first = &e.Refs[i]
+		}
+		c, cause := refClass(s, ev)
+		e.classes[i] = c
+		if c == "" {
+			continue // collateral of another ref's failure
+		}
+		if best == "" || classRank[c] > classRank[best] {
+			best = c
+			e.Message = describe(s)
+			if cause != nil {
+				e.Cause = cause
+			} else {
+				e.Cause = &RejectedError{Ref: s.To, From: s.From, Reason: s.Reason, Remote: s.RemoteRejected()}
+			}
+		}
+	}
+	if best == "" {
+		best = ClassOther
+		e.Message = describe(*first)
+		e.Cause = &RejectedError{Ref: first.To, From: first.From, Reason: first.Reason, Remote: first.RemoteRejected()}
+	}
+	e.Class = best
+}
+
+// refClass classifies one rejected ref; "" means it only failed because another did.
+// The error returned, if any, is the server's evidence that decided.
+func refClass(s RefStatus, ev evidence) (Class, error) {
+	if s.Summary == summaryRemoteFailure {
+		// The server took the pack but its report was lost: the outcome is unknown.
+		return ClassTransport, nil
+	}
+	if !s.RemoteRejected() {
+		switch {
+		case s.Reason == reasonNonFastForward || s.Reason == reasonFetchFirst:
+			return ClassBehind, nil
+		case s.Reason == reasonAtomicPushFailed:
+			return "", nil
+		case rejectedReasons[s.Reason]:
+			return ClassRejected, nil
+		}
+		return ClassOther, nil
+	}
+	switch s.Reason {
+	case reasonFailedRefs, reasonFailedRef, reasonAtomicFailed, reasonIncorrectOld:
+		if m := ev.moved[s.To]; m != nil {
+			return ClassBehind, m
+		}
+		if s.Reason == reasonIncorrectOld {
+			return ClassRejected, nil
+		}
+		if l := pickLock(ev.locks, ""); l != nil {
+			return lockClass(l), l
+		}
+		if len(ev.moved) > 0 && s.Reason == reasonAtomicFailed {
+			return "", nil // another ref of the atomic push moved
+		}
+		return ClassOther, nil
+	case reasonRefExists:
+		// Also a genuine "ref exists" refusal; contention only when the server's
+		// message names a lock on this very ref.
+		if l := pickLock(ev.locks, s.To); l != nil {
+			return lockClass(l), l
+		}
+		return ClassRejected, nil
+	case reasonAtomicPushFailure:
+		return "", nil
+	}
+	switch {
+	case rejectedReasons[s.Reason]:
+		return ClassRejected, nil
+	case declinedReasons[s.Reason]:
+		return ClassDeclined, nil
+	}
+	return ClassOther, nil
+}
+
+// pickLock returns the server's lock failure for ref ("" for any), preferring a
+// stale one, which must stop the retries.
+func pickLock(locks []*LockedError, ref string) *LockedError {
+	var found *LockedError
+	for _, l := range locks {
+		if ref != "" && l.Ref != ref {
+			continue
+		}
+		if l.Stale {
+			return l
+		}
+		if found == nil {
+			found = l
+		}
+	}
+	return found
+}
+
+func lockClass(l *LockedError) Class {
+	if l.Stale {
+		return ClassStaleLock
+	}
+	return ClassLockContention
+}
+
+func describe(s RefStatus) string {
+	to := s.To
+	if s.From != "" {
+		to = s.From + " -> " + s.To
+	}
+	if s.Reason == "" {
+		return s.Summary + " " + to
+	}
+	return s.Summary + " " + to + " (" + s.Reason + ")"
+}
+
+// Transport failures, as git and libcurl word them (C locale). Lines from the
+// server ("remote: …") are not read for these.
+var transportSigns = []string{
+	"the remote end hung up unexpectedly",
+	"Connection reset by peer",
+	"Connection refused",
+	"Couldn't connect to server",
+	"Failed to connect to ",
+	"Connection timed out",
+	"Operation too slow",
+	"Operation timed out",
+	"Empty reply from server",
+	"Recv failure",
+	"Send failure",
+	"transfer closed with outstanding read data remaining",
+	"unexpected disconnect while reading sideband packet",
+	"early EOF",
+	"RPC failed",
+}
+
+// authSigns are authentication and permission failures: never retried.
+var authSigns = []string{
+	"Authentication failed for ",
+	"could not read Username",
+	"could not read Password",
+	"terminal prompts disabled",
+	"Permission denied",
+	"HTTP Basic: Access denied",
+}
+
+// transportFailure looks for a transport failure in git's own stderr lines. auth is
+// true for an authentication or permission failure, which wins over anything else.
+func transportFailure(stderr []byte) (te *TransportError, auth bool) {
+	for _, line := range strings.Split(string(stderr), "\n") {
+		if strings.HasPrefix(line, "remote:") {
+			if strings.Contains(line, "Permission to ") && strings.Contains(line, " denied") {
+				return nil, true
+			}
+			continue
+		}
+		if code := httpStatus(line); code != 0 {
+			switch {
+			case code == 401 || code == 403:
+				return nil, true
+			case code >= 500 || code == 429 || code == 408:
+				if te == nil {
+					te = &TransportError{HTTPStatus: code, Message: line}
+				}
+				continue
+			default:
+				return nil, false // 404 and the like: permanent
+			}
+		}
+		for _, a := range authSigns {
+			if strings.Contains(line, a) {
+				return nil, true
+			}
+		}
+		if te != nil {
+			continue
+		}
+		for _, sign := range transportSigns {
+			if strings.Contains(line, sign) {
+				te = &TransportError{Message: line}
+				break
+			}
+		}
+	}
+	return te, false
+}
+
+// httpStatus returns the HTTP status a git or libcurl message reports, or 0.
+func httpStatus(line string) int {
+	for _, marker := range []string{"RPC failed; HTTP ", "The requested URL returned error: "} {
+		i := strings.Index(line, marker)
+		if i < 0 {
+			continue
+		}
+		rest := line[i+len(marker):]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if code, err := strconv.Atoi(rest[:n]); err == nil {
+			return code
+		}
+	}
+	return 0
+}
+
+// lastMessage is git's last "fatal:" or "error:" line, the usual summary of a failure.
+func lastMessage(stderr []byte) string {
+	lines := strings.Split(strings.TrimRight(string(stderr), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "fatal: ") || strings.HasPrefix(lines[i], "error: ") {
+			return lines[i]
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.TrimSpace(lines[i]) != "" {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	return "no message"
+}

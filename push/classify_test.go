@@ -1,0 +1,305 @@
+package push
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// The stderr and porcelain texts below were captured from real pushes (C locale) with
+// the git versions named; the server's padding of 8 spaces after "remote:" lines is kept.
+const (
+	pad = "        "
+
+	filesLock255 = "remote: error: cannot lock ref 'refs/heads/x': Unable to create '/srv/r.git/./refs/heads/x.lock': File exists." + pad + "\n" +
+		"remote: \n" +
+		"remote: Another git process seems to be running in this repository, or the lock file may be stale" + pad + "\n" +
+		"error: failed to push some refs to 'file:///srv/r.git'\n"
+	filesLock239 = "remote: error: cannot lock ref 'refs/heads/x': Unable to create '/srv/r.git/./refs/heads/x.lock': File exists." + pad + "\n" +
+		"remote: \n" +
+		"remote: Another git process seems to be running in this repository, e.g." + pad + "\n" +
+		"remote: an editor opened by 'git commit'. Please make sure all processes" + pad + "\n" +
+		"remote: are terminated then try again. If it still fails, a git process" + pad + "\n" +
+		"remote: may have crashed in this repository earlier:" + pad + "\n" +
+		"remote: remove the file manually to continue." + pad + "\n" +
+		"error: failed to push some refs to 'file:///srv/r.git'\n"
+	filesDead = "remote: error: cannot lock ref 'refs/heads/x': Unable to create '/srv/r.git/./refs/heads/x.lock': File exists." + pad + "\n" +
+		"remote: \n" +
+		"remote: Lock was held by process 4242, which is no longer running; the lock file appears to be stale" + pad + "\n" +
+		"error: failed to push some refs to 'file:///srv/r.git'\n"
+	reftableLock = "remote: error: cannot lock references" + pad + "\n" +
+		"error: failed to push some refs to 'file:///srv/r.git'\n"
+	failedToPush = "error: failed to push some refs to 'file:///srv/r.git'\n"
+)
+
+func porcelain(lines ...string) string {
+	return "To file:///srv/r.git\n" + strings.Join(lines, "\n") + "\nDone\n"
+}
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name           string
+		code           int
+		stdout, stderr string
+		want           Class
+		wantLock       string // LockedError.Lock, when a lock is the cause
+		wantRef        string // RejectedError.Ref, when a rejection is the cause
+		wantHTTP       int
+	}{
+		{name: "success", code: 0, stdout: porcelain("*\trefs/heads/main:refs/heads/x\t[new branch]"), want: ""},
+		{name: "2.55 files lock non-atomic", code: 1, stderr: filesLock255,
+			stdout: porcelain(" \trefs/heads/main:refs/heads/main\t51cf357..8bb6dea", "!\trefs/heads/main:refs/heads/x\t[remote rejected] (reference already exists)"),
+			want:   ClassLockContention, wantLock: "/srv/r.git/./refs/heads/x.lock"},
+		{name: "2.55 files lock atomic", code: 1, stderr: filesLock255,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (atomic transaction failed)", "!\trefs/heads/main:refs/heads/x\t[remote rejected] (atomic transaction failed)"),
+			want:   ClassLockContention, wantLock: "/srv/r.git/./refs/heads/x.lock"},
+		{name: "2.39 files lock non-atomic", code: 1, stderr: filesLock239,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (failed to update ref)"),
+			want:   ClassLockContention, wantLock: "/srv/r.git/./refs/heads/x.lock"},
+		{name: "reftable lock non-atomic", code: 1, stderr: reftableLock,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (failed to update refs)"),
+			want:   ClassLockContention, wantLock: ""},
+		{name: "reftable lock atomic", code: 1, stderr: reftableLock,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (atomic transaction failed)"),
+			want:   ClassLockContention},
+		{name: "packed-refs lock on a deletion", code: 1,
+			stderr: "remote: error: Unable to create '/srv/r.git/./packed-refs.lock': File exists." + pad + "\n" +
+				"remote: \n" +
+				"remote: Another git process seems to be running in this repository, or the lock file may be stale" + pad + "\n" + failedToPush,
+			stdout: porcelain("!\t:refs/heads/feat\t[remote rejected] (failed to update refs)"),
+			want:   ClassLockContention, wantLock: "/srv/r.git/./packed-refs.lock"},
+		{name: "dead holder is stale", code: 1, stderr: filesDead,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (reference already exists)"),
+			want:   ClassStaleLock, wantLock: "/srv/r.git/./refs/heads/x.lock"},
+		{name: "reference already exists without lock message", code: 1, stderr: failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (reference already exists)"),
+			want:   ClassRejected, wantRef: "refs/heads/x"},
+		{name: "lock on another ref does not excuse this one", code: 1, stderr: filesLock255,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/y\t[remote rejected] (reference already exists)"),
+			want:   ClassRejected, wantRef: "refs/heads/y"},
+		{name: "generic failure without lock message", code: 1, stderr: failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (failed to update refs)"),
+			want:   ClassOther, wantRef: "refs/heads/x"},
+		{name: "lock message without advice", code: 1,
+			stderr: "remote: error: cannot lock ref 'refs/heads/x': Unable to create '/srv/r.git/./refs/heads/x.lock': File exists." + pad + "\n" + failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (failed to update ref)"),
+			want:   ClassOther},
+		{name: "fetch first atomic, 2.39 also says hung up", code: 1,
+			stderr: "error: atomic push failed for ref refs/heads/main. status: 5\n\nfatal: the remote end hung up unexpectedly\n" + failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[rejected] (fetch first)", "!\trefs/heads/main:refs/heads/n2\t[rejected] (atomic push failed)"),
+			want:   ClassBehind, wantRef: "refs/heads/main"},
+		{name: "non-fast-forward", code: 1, stderr: failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[rejected] (non-fast-forward)"),
+			want:   ClassBehind, wantRef: "refs/heads/main"},
+		{name: "stale info", code: 1, stderr: failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[rejected] (stale info)"),
+			want:   ClassRejected, wantRef: "refs/heads/main"},
+		{name: "tag already exists", code: 1, stderr: failedToPush,
+			stdout: porcelain("!\trefs/tags/v1:refs/tags/v1\t[rejected] (already exists)"),
+			want:   ClassRejected, wantRef: "refs/tags/v1"},
+		{name: "stale info beats a lock on another ref", code: 1, stderr: reftableLock,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[rejected] (stale info)", "!\trefs/heads/main:refs/heads/x\t[remote rejected] (failed to update refs)"),
+			want:   ClassRejected, wantRef: "refs/heads/main"},
+		{name: "hook declined", code: 1, stderr: "remote: error: hook declined to update refs/heads/h" + pad + "\n" + failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/h\t[remote rejected] (hook declined)"),
+			want:   ClassDeclined, wantRef: "refs/heads/h"},
+		{name: "pre-receive declined", code: 1, stderr: failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/h\t[remote rejected] (pre-receive hook declined)"),
+			want:   ClassDeclined},
+		{name: "deletion prohibited", code: 1, stderr: "remote: error: denying ref deletion for refs/heads/side" + pad + "\n" + failedToPush,
+			stdout: porcelain("!\t:refs/heads/side\t[remote rejected] (deletion prohibited)"),
+			want:   ClassDeclined, wantRef: "refs/heads/side"},
+		{name: "moved during the push, atomic", code: 1,
+			stderr: "remote: error: cannot lock ref 'refs/heads/main': is at 58c1cf2b204d9704fde1e6ac585fadc5dbaf9cfa but expected d6a2fb04b531ecb4cf3840e4757af716bcf413d4" + pad + "\n" + failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (atomic transaction failed)", "!\trefs/heads/main:refs/ci/1\t[remote rejected] (atomic transaction failed)"),
+			want:   ClassBehind},
+		{name: "moved during the push, non-atomic", code: 1,
+			stderr: "remote: error: cannot lock ref 'refs/heads/main': is at 58c1cf2b204d9704fde1e6ac585fadc5dbaf9cfa but expected d6a2fb04b531ecb4cf3840e4757af716bcf413d4" + pad + "\n" + failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (incorrect old value provided)"),
+			want:   ClassBehind},
+		{name: "incorrect old value without the server's message", code: 1, stderr: failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (incorrect old value provided)"),
+			want:   ClassRejected, wantRef: "refs/heads/main"},
+		{name: "unknown reason", code: 1, stderr: failedToPush,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/h\t[remote rejected] (something new)"),
+			want:   ClassOther},
+		{name: "unpacker error with a lock message elsewhere", code: 1, stderr: reftableLock,
+			stdout: porcelain("!\trefs/heads/main:refs/heads/h\t[remote rejected] (unpacker error)"),
+			want:   ClassOther},
+		{name: "connection refused", code: 128,
+			stderr: "fatal: unable to access 'http://127.0.0.1:1/x.git/': Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server\n",
+			want:   ClassTransport},
+		{name: "503 on the advertisement", code: 128,
+			stderr: "fatal: unable to access 'http://127.0.0.1:5/r.git/': The requested URL returned error: 503\n",
+			want:   ClassTransport, wantHTTP: 503},
+		{name: "429", code: 128,
+			stderr: "fatal: unable to access 'http://127.0.0.1:5/r.git/': The requested URL returned error: 429\n",
+			want:   ClassTransport, wantHTTP: 429},
+		{name: "503 on the pack", code: 1,
+			stderr: "error: RPC failed; HTTP 503 curl 22 The requested URL returned error: 503\nsend-pack: unexpected disconnect while reading sideband packet\nfatal: the remote end hung up unexpectedly\n",
+			want:   ClassTransport, wantHTTP: 503},
+		{name: "stall", code: 128,
+			stderr: "error: RPC failed; curl 28 Operation too slow. Less than 1000 bytes/sec transferred the last 1 seconds\nfatal: the remote end hung up unexpectedly\n",
+			want:   ClassTransport},
+		{name: "empty reply", code: 1,
+			stderr: "error: RPC failed; curl 52 Empty reply from server\nsend-pack: unexpected disconnect while reading sideband packet\nfatal: the remote end hung up unexpectedly\n",
+			want:   ClassTransport},
+		{name: "404 is not transient", code: 128,
+			stderr: "fatal: repository 'http://127.0.0.1:5/nope.git/' not found\n",
+			want:   ClassOther},
+		{name: "404 status", code: 128,
+			stderr: "fatal: unable to access 'http://127.0.0.1:5/r.git/': The requested URL returned error: 404\n",
+			want:   ClassOther},
+		{name: "401", code: 128,
+			stderr: "fatal: Authentication failed for 'http://127.0.0.1:5/r.git/'\n",
+			want:   ClassAuth},
+		{name: "403 in RPC", code: 1,
+			stderr: "error: RPC failed; HTTP 403 curl 22 The requested URL returned error: 403\nfatal: the remote end hung up unexpectedly\n",
+			want:   ClassAuth},
+		{name: "ssh permission denied", code: 128,
+			stderr: "git@example.com: Permission denied (publickey).\nfatal: Could not read from remote repository.\n",
+			want:   ClassAuth},
+		{name: "no repository", code: 128,
+			stderr: "fatal: '/srv/nothere.git' does not appear to be a git repository\nfatal: Could not read from remote repository.\n",
+			want:   ClassOther},
+		{name: "usage", code: 129, stderr: "error: unknown option `frob'\nusage: git push [<options>] [<repository> [<refspec>...]]\n", want: ClassUsage},
+		{name: "remote says hung up", code: 128, stderr: "remote: fatal: the remote end hung up unexpectedly\n", want: ClassOther},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := Classify(tc.code, []byte(tc.stdout), []byte(tc.stderr))
+			if tc.want == "" {
+				if e != nil {
+					t.Fatalf("Classify = %v, want success", e)
+				}
+				return
+			}
+			if e == nil {
+				t.Fatalf("Classify = nil, want %s", tc.want)
+			}
+			if e.Class != tc.want || e.ExitCode != tc.code {
+				t.Fatalf("Classify = %s (exit %d), want %s (exit %d); message %q", e.Class, e.ExitCode, tc.want, tc.code, e.Message)
+			}
+			var l *LockedError
+			if tc.want == ClassLockContention || tc.want == ClassStaleLock {
+				if !errors.As(e, &l) {
+					t.Fatalf("no *LockedError in %v", e)
+				}
+				if l.Lock != tc.wantLock || l.Stale != (tc.want == ClassStaleLock) {
+					t.Errorf("LockedError = %+v, want lock %q", l, tc.wantLock)
+				}
+			}
+			var m *MovedError
+			if tc.want == ClassBehind && strings.Contains(tc.stderr, "is at ") && (!errors.As(e, &m) || m.Ref != "refs/heads/main" || m.Actual[:7] != "58c1cf2") {
+				t.Errorf("MovedError = %+v", m)
+			}
+			var r *RejectedError
+			if tc.wantRef != "" && (!errors.As(e, &r) || r.Ref != tc.wantRef) {
+				t.Errorf("RejectedError = %+v, want ref %s", r, tc.wantRef)
+			}
+			var te *TransportError
+			if tc.want == ClassTransport && (!errors.As(e, &te) || te.HTTPStatus != tc.wantHTTP) {
+				t.Errorf("TransportError = %+v, want status %d", te, tc.wantHTTP)
+			}
+			if got := e.Class.Retryable(); got != (tc.want == ClassLockContention || tc.want == ClassTransport) {
+				t.Errorf("Retryable() = %v", got)
+			}
+		})
+	}
+}
+
+func TestParsePorcelain(t *testing.T) {
+	t.Parallel()
+	out := "To file:///srv/r.git\n" +
+		" \trefs/heads/main:refs/heads/main\t51cf357..8bb6dea\n" +
+		"+\trefs/heads/f:refs/heads/f\t1111111...2222222 (forced update)\n" +
+		"*\tHEAD~1:refs/heads/s2\t[new branch]\n" +
+		"-\t:refs/heads/old\t[deleted]\n" +
+		"=\trefs/heads/u:refs/heads/u\t[up to date]\n" +
+		"!\trefs/heads/main:refs/heads/x\t[remote rejected] (reference already exists)\n" +
+		"Done\n"
+	rep := ParsePorcelain([]byte(out))
+	if rep.URL != "file:///srv/r.git" || !rep.Done || len(rep.Refs) != 6 {
+		t.Fatalf("report = %+v", rep)
+	}
+	want := []RefStatus{
+		{' ', "refs/heads/main", "refs/heads/main", "51cf357..8bb6dea", ""},
+		{'+', "refs/heads/f", "refs/heads/f", "1111111...2222222", "forced update"},
+		{'*', "HEAD~1", "refs/heads/s2", "[new branch]", ""},
+		{'-', "", "refs/heads/old", "[deleted]", ""},
+		{'=', "refs/heads/u", "refs/heads/u", "[up to date]", ""},
+		{'!', "refs/heads/main", "refs/heads/x", "[remote rejected]", "reference already exists"},
+	}
+	for i, w := range want {
+		if rep.Refs[i] != w {
+			t.Errorf("ref %d = %+v, want %+v", i, rep.Refs[i], w)
+		}
+		if got := rep.Refs[i].String(); !strings.Contains(out, got+"\n") {
+			t.Errorf("String() = %q is not the input line", got)
+		}
+	}
+	if !rep.Refs[5].RemoteRejected() || rep.Refs[4].Rejected() {
+		t.Error("flags misread")
+	}
+	if rep := ParsePorcelain([]byte("fatal: x\n")); len(rep.Refs) != 0 || rep.Done {
+		t.Errorf("garbage parsed as %+v", rep)
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args      []string
+		remote    string
+		porcelain bool
+		atomic    string // "", "true", "false"
+	}{
+		{[]string{"origin", "main"}, "origin", false, ""},
+		{[]string{"-o", "ci.skip", "--force-with-lease=main:abc", "origin", "main"}, "origin", false, ""},
+		{[]string{"--porcelain", "--atomic", "file:///x", "main"}, "file:///x", true, "true"},
+		{[]string{"--no-atomic", "--", "-weird", "main"}, "-weird", false, "false"},
+		{[]string{"--repo=up", "main"}, "up", false, ""},
+		{[]string{"--repo", "up"}, "up", false, ""},
+		{[]string{"-fo", "opt", "origin"}, "origin", false, ""},
+		{[]string{"--receive-pack", "env x git-receive-pack", "origin"}, "origin", false, ""},
+		{nil, "", false, ""},
+	}
+	for _, tc := range tests {
+		a := ParseArgs(tc.args)
+		atomic := ""
+		if a.Atomic != nil {
+			atomic = map[bool]string{true: "true", false: "false"}[*a.Atomic]
+		}
+		if a.Remote != tc.remote || a.Porcelain != tc.porcelain || atomic != tc.atomic {
+			t.Errorf("ParseArgs(%q) = remote %q porcelain %v atomic %q", tc.args, a.Remote, a.Porcelain, atomic)
+		}
+	}
+}
+
+func TestHumanTable(t *testing.T) {
+	t.Parallel()
+	rep := ParsePorcelain([]byte(porcelain("=\trefs/heads/u:refs/heads/u\t[up to date]", "!\trefs/heads/main:refs/heads/main\t[rejected] (fetch first)")))
+	want := "To file:///srv/r.git\n ! [rejected]        main -> main (fetch first)\n"
+	if got := humanTable(rep, false); got != want {
+		t.Errorf("humanTable = %q, want %q", got, want)
+	}
+	rep = ParsePorcelain([]byte(porcelain("=\trefs/heads/u:refs/heads/u\t[up to date]")))
+	if got := humanTable(rep, false); got != "Everything up-to-date\n" {
+		t.Errorf("humanTable = %q", got)
+	}
+}
+
+func TestMayUseHTTP(t *testing.T) {
+	t.Parallel()
+	for remote, want := range map[string]bool{
+		"": true, "origin": true, "https://h/r.git": true, "http://h/r.git": true,
+		"file:///srv/r.git": false, "ssh://h/r.git": false, "/srv/r.git": false, "../r.git": false,
+		"git@h:r.git": false, "my/remote": true,
+	} {
+		if got := mayUseHTTP(remote); got != want {
+			t.Errorf("mayUseHTTP(%q) = %v, want %v", remote, got, want)
+		}
+	}
+}

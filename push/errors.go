@@ -1,0 +1,117 @@
+package push
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Class names what kind of failure a push attempt ended with.
+type Class string
+
+const (
+	ClassLockContention Class = "lock-contention" // the server could not take a ref lock: retry
+	ClassTransport      Class = "transport"       // the connection failed or stalled: retry
+	ClassBehind         Class = "behind"          // non-fast-forward or fetch first
+	ClassRejected       Class = "rejected"        // any other per-ref refusal (stale info, already exists, …)
+	ClassDeclined       Class = "declined"        // a server policy or hook refused the update
+	ClassStaleLock      Class = "stale-lock"      // the server's lock belongs to a dead process
+	ClassAuth           Class = "auth"            // authentication or permission failure
+	ClassUsage          Class = "usage"           // git push rejected its arguments
+	ClassOther          Class = "other"           // anything else, including the unknown
+)
+
+// Retryable reports whether a failure of class c may succeed on another identical
+// attempt. ClassBehind is not: it needs a rebase first.
+func (c Class) Retryable() bool { return c == ClassLockContention || c == ClassTransport }
+
+// Error is a failed push attempt. Cause, when not nil, is the typed detail
+// (*RejectedError, *LockedError, *TransportError).
+type Error struct {
+	ExitCode int
+	Class    Class
+	// Refs are the per-ref outcomes git printed; empty when it printed none.
+	Refs []RefStatus
+	// classes are the classes of Refs, "" for refs that did not fail or failed only
+	// because another did.
+	classes []Class
+	// URL is the remote's URL from the porcelain "To <url>" line, if any.
+	URL string
+	// Message is the line that decided the class: a rejection or git's error message.
+	Message string
+	Cause   error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("git push exited %d (%s): %s", e.ExitCode, e.Class, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// RejectedError is one ref the push did not update.
+type RejectedError struct {
+	Ref    string // the destination ref
+	From   string // the source as git printed it ("" for a deletion)
+	Reason string // git's reason, as in "(fetch first)"
+	Remote bool   // the server refused it ("[remote rejected]"), not the client
+}
+
+func (e *RejectedError) Error() string {
+	who := "rejected"
+	if e.Remote {
+		who = "remote rejected"
+	}
+	return fmt.Sprintf("%s %s (%s)", who, e.Ref, e.Reason)
+}
+
+// LockedError is a server-side lock failure, as the server's `remote:` lines show it.
+type LockedError struct {
+	// Ref is the ref the server was locking, when its message names one.
+	Ref string
+	// Lock is the lock file the server named; empty for reftable, whose message names none.
+	Lock string
+	// PID is the holder's pid when the server's advice names one (0 if unknown).
+	PID int
+	// Stale is set when the server reports the holder gone.
+	Stale bool
+}
+
+func (e *LockedError) Error() string {
+	what := e.Lock
+	if what == "" {
+		what = "references"
+	}
+	if e.Stale {
+		return fmt.Sprintf("stale lock %s on the remote (holder pid %d is gone)", what, e.PID)
+	}
+	return fmt.Sprintf("remote lock %s is held", what)
+}
+
+// MovedError is a ref that another push moved between the advertisement this push
+// was based on and the server's update: the server's compare-and-swap failed.
+type MovedError struct {
+	Ref      string
+	Actual   string // the value the server found
+	Expected string // the value this push expected, from the advertisement
+}
+
+func (e *MovedError) Error() string {
+	return fmt.Sprintf("remote %s moved during the push: is at %s but expected %s", e.Ref, short(e.Actual), short(e.Expected))
+}
+
+// TransportError is a connection failure, a stall or a retryable HTTP status.
+type TransportError struct {
+	HTTPStatus int    // 0 when none was reported
+	Message    string // git's line that showed it
+}
+
+func (e *TransportError) Error() string { return e.Message }
+
+// ErrGitNotFound is wrapped by the error returned when git cannot be started.
+var ErrGitNotFound = errors.New("git could not be started")
+
+func short(oid string) string {
+	if len(oid) > 12 {
+		return oid[:12]
+	}
+	return oid
+}

@@ -1,0 +1,277 @@
+package push_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/refretry/refretry/push"
+	"github.com/refretry/refretry/retry"
+)
+
+// TestLockReleased holds the server's lock for the pushed ref, releases it after the
+// second failed attempt, and wants the push to land on the third, atomic or not.
+func TestLockReleased(t *testing.T) {
+	t.Parallel()
+	for _, cb := range combos(t) {
+		for _, noAtomic := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/no-atomic=%v", cb.name(), noAtomic), func(t *testing.T) {
+				t.Parallel()
+				s := newServer(t, cb.server, cb.backend)
+				c := newClient(t, cb.client, s)
+				c.commit("a", "a")
+				c.run("push", "-q", "origin", "main")
+				head := c.commit("b", "b")
+				release := s.hold(s.lockPath("refs/heads/x"))
+				defer release()
+				r := c.push(smallPolicy(10), func(p *push.Runner) {
+					p.NoAtomic = noAtomic
+					record := p.OnAttempt
+					p.OnAttempt = func(a retry.Attempt) {
+						record(a)
+						if a.Number == 2 {
+							release()
+						}
+					}
+				}, "--porcelain", "origin", "main", "main:refs/heads/x")
+				if r.code != 0 || r.err != nil {
+					t.Fatalf("exit %d, err %v\nstdout:\n%s\nstderr:\n%s", r.code, r.err, r.stdout, r.stderr)
+				}
+				want := []push.Class{push.ClassLockContention, push.ClassLockContention, "ok"}
+				if !slices.Equal(r.classes(), want) {
+					t.Fatalf("attempts %v, want %v\nstderr:\n%s", r.classes(), want, r.stderr)
+				}
+				if got := s.ref("refs/heads/x"); got != head {
+					t.Errorf("server x = %q, want %s", got, head)
+				}
+				if got := s.ref("refs/heads/main"); got != head {
+					t.Errorf("server main = %q, want %s", got, head)
+				}
+				if !strings.Contains(r.stdout, "refs/heads/main:refs/heads/x\t") || !strings.HasSuffix(r.stdout, "Done\n") {
+					t.Errorf("stdout is not the final attempt's porcelain:\n%s", r.stdout)
+				}
+			})
+		}
+	}
+}
+
+// TestLockHeld never releases the lock: the push gives up after the attempt cap,
+// with the last attempt's output, and the server is unchanged.
+func TestLockHeld(t *testing.T) {
+	t.Parallel()
+	for _, cb := range combos(t) {
+		t.Run(cb.name(), func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, cb.server, cb.backend)
+			c := newClient(t, cb.client, s)
+			first := c.commit("a", "a")
+			c.run("push", "-q", "origin", "main")
+			c.commit("b", "b")
+			defer s.hold(s.lockPath("refs/heads/x"))()
+			r := c.push(smallPolicy(3), nil, "--porcelain", "origin", "main", "main:refs/heads/x")
+			var ex *retry.ExhaustedError
+			var e *push.Error
+			if !errors.As(r.err, &ex) || ex.Reason != retry.ReasonAttempts || ex.Attempts != 3 ||
+				!errors.As(r.err, &e) || e.Class != push.ClassLockContention {
+				t.Fatalf("err = %v, want 3 attempts of lock contention exhausted", r.err)
+			}
+			if r.code != 1 {
+				t.Errorf("exit %d, want git's 1", r.code)
+			}
+			if !strings.Contains(r.stdout, "[remote rejected] (atomic transaction failed)") || !strings.Contains(r.stderr, "remote: error: ") {
+				t.Errorf("output is not git's:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			}
+			if got := s.ref("refs/heads/main"); got != first {
+				t.Errorf("server main moved to %s: the atomic push was partly applied", got)
+			}
+			if got := s.ref("refs/heads/x"); got != "" {
+				t.Errorf("server x = %s, want none", got)
+			}
+		})
+	}
+}
+
+// TestConflict: real conflicts are reported after exactly one attempt, with git's
+// exit code, and change nothing.
+func TestConflict(t *testing.T) {
+	t.Parallel()
+	for _, cb := range combos(t) {
+		t.Run(cb.name(), func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, cb.server, cb.backend)
+			c := newClient(t, cb.client, s)
+			base := c.commit("a", "a")
+			c.run("tag", "v1")
+			c.run("push", "-q", "origin", "main", "v1", "main:side")
+			other := cloneOf(t, cb.client, s)
+			theirs := other.commit("theirs", "x")
+			other.run("push", "-q", "origin", "main")
+			c.commit("mine", "y")
+			c.run("tag", "-f", "v1")
+
+			cases := []struct {
+				name string
+				args []string
+				want push.Class
+			}{
+				{"fetch first", []string{"origin", "main"}, push.ClassBehind},
+				{"tag exists", []string{"origin", "v1"}, push.ClassRejected},
+			}
+			for _, tc := range cases {
+				r := c.push(smallPolicy(10), nil, append([]string{"--porcelain"}, tc.args...)...)
+				if !slices.Equal(r.classes(), []push.Class{tc.want}) || r.code != 1 {
+					t.Errorf("%s: attempts %v exit %d, want one %s and exit 1\n%s%s", tc.name, r.classes(), r.code, tc.want, r.stdout, r.stderr)
+				}
+			}
+			// A lease that is wrong is stale info too.
+			r := c.push(smallPolicy(10), nil, "--porcelain", "--force-with-lease=main:"+base, "origin", "main")
+			if !slices.Equal(r.classes(), []push.Class{push.ClassRejected}) {
+				t.Errorf("lease: attempts %v\n%s", r.classes(), r.stdout)
+			}
+			if got := s.ref("refs/heads/main"); got != theirs {
+				t.Errorf("server main = %s, want theirs %s", got, theirs)
+			}
+			// A hook that declines: one attempt, even with a lock message elsewhere.
+			s.run(s.dir, "config", "receive.denyDeletes", "true")
+			r = c.push(smallPolicy(10), nil, "--porcelain", "origin", ":side")
+			if !slices.Equal(r.classes(), []push.Class{push.ClassDeclined}) || r.code != 1 {
+				t.Errorf("deny deletes: attempts %v exit %d\n%s%s", r.classes(), r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// TestRebaseConcurrent: 20 pushers each append a commit to one branch at once, with
+// --rebase; every commit ends up on the branch.
+func TestRebaseConcurrent(t *testing.T) {
+	t.Parallel()
+	const pushers = 20
+	for _, cb := range combos(t) {
+		t.Run(cb.name(), func(t *testing.T) {
+			s := newServer(t, cb.server, cb.backend)
+			seed := newClient(t, cb.client, s)
+			seed.commit("seed", "seed")
+			seed.run("push", "-q", "origin", "main")
+			clients := make([]*client, pushers)
+			for i := range clients {
+				clients[i] = cloneOf(t, cb.client, s)
+				clients[i].commit(fmt.Sprintf("job-%02d", i), fmt.Sprint(i))
+			}
+			policy := retry.Policy{Timeout: 5 * time.Minute, MaxAttempts: 0, InitialDelay: 5 * time.Millisecond,
+				MaxDelay: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.5}
+			runs := make([]run, pushers)
+			var wg sync.WaitGroup
+			for i, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					runs[i] = c.push(policy, func(p *push.Runner) {
+						p.Rebase = true
+						p.Clock = nil // real time: the jitter must spread the pushers
+					}, "origin", "main")
+				}()
+			}
+			wg.Wait()
+			rebased := 0
+			for i, r := range runs {
+				if r.code != 0 || r.err != nil {
+					t.Errorf("pusher %d: exit %d, err %v\n%s", i, r.code, r.err, r.stderr)
+				}
+				for _, n := range r.notes {
+					if strings.HasPrefix(n, "rebased main onto") {
+						rebased++
+					}
+				}
+			}
+			seed.run("fetch", "-q", "origin")
+			log := seed.run("log", "--format=%s", "origin/main")
+			for i := range pushers {
+				if want := fmt.Sprintf("add job-%02d", i); !slices.Contains(strings.Split(log, "\n"), want) {
+					t.Errorf("%q is not on the server's main:\n%s", want, log)
+				}
+			}
+			if n := strings.Count(log, "\n") + 1; n != pushers+1 {
+				t.Errorf("server main has %d commits, want %d", n, pushers+1)
+			}
+			// Every pusher but the first to land started behind, so each must have
+			// rebased at least once.
+			if rebased < pushers-1 {
+				t.Errorf("%d rebases, want at least %d", rebased, pushers-1)
+			}
+			t.Logf("%d rebases for %d pushers", rebased, pushers)
+		})
+	}
+}
+
+// TestRebaseConflict: a rebase that conflicts is aborted and leaves the branch, HEAD
+// and the work tree as they were.
+func TestRebaseConflict(t *testing.T) {
+	t.Parallel()
+	for _, cb := range combos(t) {
+		if cb.backend != "reftable" {
+			continue // one server per client version is enough here
+		}
+		t.Run(cb.name(), func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, cb.server, cb.backend)
+			c := newClient(t, cb.client, s)
+			c.commit("f", "base\n")
+			c.run("push", "-q", "origin", "main")
+			other := cloneOf(t, cb.client, s)
+			theirs := other.commit("f", "theirs\n")
+			other.run("push", "-q", "origin", "main")
+			mine := c.commit("f", "mine\n")
+			status := c.run("status", "--porcelain=v1", "--ignored")
+
+			r := c.push(smallPolicy(10), func(p *push.Runner) { p.Rebase = true }, "origin", "main")
+			var re *push.RebaseError
+			if !errors.As(r.err, &re) || !re.Conflict || !re.Restored || re.Onto != theirs || re.Orig != mine {
+				t.Fatalf("err = %#v, want a restored rebase conflict onto %s", r.err, theirs)
+			}
+			if r.code != 1 {
+				t.Errorf("exit %d, want 1", r.code)
+			}
+			if got := c.run("rev-parse", "HEAD"); got != mine {
+				t.Errorf("HEAD = %s, want %s", got, mine)
+			}
+			if got := c.run("symbolic-ref", "HEAD"); got != "refs/heads/main" {
+				t.Errorf("HEAD -> %s", got)
+			}
+			if got := c.run("status", "--porcelain=v1", "--ignored"); got != status {
+				t.Errorf("work tree status %q, was %q", got, status)
+			}
+			if got := c.run("rev-parse", "--git-path", "rebase-merge"); fileExists(c.dir, got) {
+				t.Errorf("a rebase is still in progress")
+			}
+			if got := s.ref("refs/heads/main"); got != theirs {
+				t.Errorf("server main = %s, want %s", got, theirs)
+			}
+			if !strings.Contains(re.Error(), "conflict") {
+				t.Errorf("message %q does not say conflict", re.Error())
+			}
+
+			// A dirty work tree: the rebase does not start, and nothing changes.
+			dirty := filepath.Join(c.dir, "f")
+			if err := os.WriteFile(dirty, []byte("uncommitted\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r = c.push(smallPolicy(10), func(p *push.Runner) { p.Rebase = true }, "origin", "main")
+			re = nil
+			if !errors.As(r.err, &re) || re.Conflict || !re.Restored || r.code != 1 {
+				t.Fatalf("dirty: exit %d, err %#v, want a rebase that did not start", r.code, r.err)
+			}
+			if b, _ := os.ReadFile(dirty); string(b) != "uncommitted\n" {
+				t.Errorf("the uncommitted change is gone: %q", b)
+			}
+			if got := c.run("rev-parse", "HEAD"); got != mine {
+				t.Errorf("dirty: HEAD = %s, want %s", got, mine)
+			}
+		})
+	}
+}

@@ -1,0 +1,251 @@
+package push_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/push"
+	"github.com/refretry/refretry/retry"
+)
+
+// server is a bare repository that clients push to over file://.
+type server struct {
+	t       testing.TB
+	git     testutil.Git
+	backend string
+	dir     string
+	env     []string
+}
+
+func newServer(t testing.TB, g testutil.Git, backend string) *server {
+	t.Helper()
+	root := t.TempDir()
+	s := &server{t: t, git: g, backend: backend, dir: filepath.Join(root, "remote.git"), env: testutil.Env(root)}
+	args := []string{"init", "-q", "--bare", "-b", "main"}
+	if backend == "reftable" {
+		args = append(args, "--ref-format=reftable")
+	}
+	s.run(root, append(args, s.dir)...)
+	return s
+}
+
+func (s *server) run(dir string, args ...string) string {
+	s.t.Helper()
+	return gitRun(s.t, s.git.Path, dir, s.env, args...)
+}
+
+// ref returns the server's value of ref, "" if it has none.
+func (s *server) ref(name string) string {
+	s.t.Helper()
+	cmd := exec.Command(s.git.Path, "rev-parse", "-q", "--verify", name)
+	cmd.Dir, cmd.Env = s.dir, s.env
+	out, _ := cmd.Output()
+	return strings.TrimSpace(string(out))
+}
+
+// lockPath is the lock a push of ref must take on the server.
+func (s *server) lockPath(ref string) string {
+	if s.backend == "reftable" {
+		return filepath.Join(s.dir, "reftable", "tables.list.lock")
+	}
+	return filepath.Join(s.dir, filepath.FromSlash(ref)+".lock")
+}
+
+// hold creates the lock file, as a writer in the middle of an update holds it, and
+// returns a function that removes it.
+func (s *server) hold(path string) func() {
+	s.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { os.Remove(path) }) }
+}
+
+// serverSide is the command that runs one of the server's programs. The client's git
+// exports GIT_EXEC_PATH to what it starts, which would make a server of another
+// version run the client's helpers, so it is removed.
+func (s *server) serverSide(program string) string {
+	return "env -u GIT_EXEC_PATH " + filepath.Join(filepath.Dir(s.git.Path), program)
+}
+
+// client is a work tree whose origin is a server.
+type client struct {
+	t   testing.TB
+	git testutil.Git
+	dir string
+	env []string
+}
+
+func newClient(t testing.TB, g testutil.Git, s *server) *client {
+	t.Helper()
+	root := t.TempDir()
+	c := &client{t: t, git: g, dir: filepath.Join(root, "work"), env: testutil.Env(root)}
+	gitRun(t, g.Path, root, c.env, "init", "-q", "-b", "main", c.dir)
+	c.run("remote", "add", "origin", "file://"+s.dir)
+	c.run("config", "remote.origin.receivepack", s.serverSide("git-receive-pack"))
+	c.run("config", "remote.origin.uploadpack", s.serverSide("git-upload-pack"))
+	return c
+}
+
+// cloneOf makes a client that starts from the server's main.
+func cloneOf(t testing.TB, g testutil.Git, s *server) *client {
+	t.Helper()
+	c := newClient(t, g, s)
+	c.run("fetch", "-q", "origin", "main")
+	c.run("reset", "-q", "--hard", "FETCH_HEAD")
+	return c
+}
+
+func (c *client) run(args ...string) string {
+	c.t.Helper()
+	return gitRun(c.t, c.git.Path, c.dir, c.env, args...)
+}
+
+// commit adds a commit that creates file with content, and returns its oid.
+func (c *client) commit(file, content string) string {
+	c.t.Helper()
+	if err := os.WriteFile(filepath.Join(c.dir, file), []byte(content), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	c.run("add", file)
+	c.run("commit", "-q", "-m", "add "+file)
+	return c.run("rev-parse", "HEAD")
+}
+
+func gitRun(t testing.TB, git, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(git, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", git, strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// run is one Runner run and what it left behind.
+type run struct {
+	code           int
+	err            error
+	stdout, stderr string
+	attempts       []retry.Attempt
+	notes          []string
+}
+
+func (r run) classes() []push.Class {
+	var cs []push.Class
+	for _, a := range r.attempts {
+		var e *push.Error
+		switch {
+		case a.Err == nil:
+			cs = append(cs, "ok")
+		case errors.As(a.Err, &e):
+			cs = append(cs, e.Class)
+		default:
+			cs = append(cs, "?")
+		}
+	}
+	return cs
+}
+
+// instantClock advances time on Sleep without sleeping, so retries run at once.
+type instantClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *instantClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now.IsZero() {
+		c.now = time.Now()
+	}
+	return c.now
+}
+
+func (c *instantClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.Now()
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// pusher returns a Runner for c with a small, fast policy; configure may adjust it.
+func (c *client) pusher(policy retry.Policy, configure func(*push.Runner)) (*push.Runner, *run, *bytes.Buffer, *bytes.Buffer) {
+	var out, errOut bytes.Buffer
+	r := &run{}
+	var mu sync.Mutex
+	p := &push.Runner{
+		Git: c.git.Path, Dirs: []string{c.dir}, Env: c.env,
+		Stdout: &out, Stderr: &errOut,
+		Policy:    func() (retry.Policy, error) { return policy, nil },
+		OnAttempt: func(a retry.Attempt) { mu.Lock(); r.attempts = append(r.attempts, a); mu.Unlock() },
+		Notify:    func(m string) { mu.Lock(); r.notes = append(r.notes, m); mu.Unlock() },
+		Clock:     &instantClock{},
+	}
+	if configure != nil {
+		configure(p)
+	}
+	return p, r, &out, &errOut
+}
+
+// push runs a Runner for c with args.
+func (c *client) push(policy retry.Policy, configure func(*push.Runner), args ...string) run {
+	c.t.Helper()
+	p, r, out, errOut := c.pusher(policy, configure)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r.code, r.err = p.Run(ctx, args)
+	r.stdout, r.stderr = out.String(), errOut.String()
+	return *r
+}
+
+func smallPolicy(attempts int) retry.Policy {
+	return retry.Policy{Timeout: time.Minute, MaxAttempts: attempts, InitialDelay: time.Millisecond,
+		MaxDelay: 20 * time.Millisecond, Multiplier: 2, Jitter: 0.5}
+}
+
+// combo is a client git and a server git with its ref backend.
+type combo struct {
+	client  testutil.Git
+	server  testutil.Git
+	backend string
+}
+
+func (c combo) name() string {
+	return "client-" + c.client.Name() + "/server-" + c.server.Name() + "-" + c.backend
+}
+
+// combos are git 2.39 and 2.55 on either side, files on both, reftable on 2.55 servers.
+func combos(t *testing.T) []combo {
+	old, cur := testutil.SystemGit(t), testutil.NewGit(t)
+	var cs []combo
+	for _, cl := range []testutil.Git{old, cur} {
+		cs = append(cs, combo{cl, old, "files"}, combo{cl, cur, "files"}, combo{cl, cur, "reftable"})
+	}
+	return cs
+}
+
+func fileExists(dir, path string) bool {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	_, err := os.Stat(path)
+	return err == nil
+}

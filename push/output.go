@@ -1,0 +1,130 @@
+package push
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// writeOutput hands the final attempt's output to the caller. With --porcelain it is
+// git's, byte for byte. Without it, git's stderr is passed on and the porcelain is
+// rendered as git's human table, which git would have printed to stderr.
+func (p *Runner) writeOutput(args Args, last attempt) error {
+	if args.Porcelain {
+		if err := write(p.Stdout, last.stdout); err != nil {
+			return err
+		}
+		return write(p.Stderr, last.stderr)
+	}
+	// git prints the server's lines while pushing, the table after, then its errors
+	// and hints; with --porcelain they all went to stderr, so sort them back.
+	var remote, rest []string
+	for _, line := range splitLines(last.stderr) {
+		if strings.HasPrefix(line, "remote:") {
+			remote = append(remote, line)
+		} else {
+			rest = append(rest, line)
+		}
+	}
+	var b strings.Builder
+	for _, l := range remote {
+		b.WriteString(l + "\n")
+	}
+	rep := ParsePorcelain(last.stdout)
+	if !args.Quiet || last.code != 0 {
+		b.WriteString(humanTable(rep, args.Verbose))
+	}
+	for _, l := range rest {
+		b.WriteString(l + "\n")
+	}
+	return write(p.Stderr, []byte(b.String()))
+}
+
+// writeVerified reports a push proved by verification as the retry git would have
+// run would report it: every ref up to date.
+func (p *Runner) writeVerified(args Args, url string, refs []RefStatus) Report {
+	rep := Report{URL: url, Done: true}
+	for _, s := range refs {
+		s.Flag, s.Summary, s.Reason = '=', "[up to date]", ""
+		rep.Refs = append(rep.Refs, s)
+	}
+	if args.Porcelain {
+		var b strings.Builder
+		if url != "" {
+			b.WriteString("To " + url + "\n")
+		}
+		for _, s := range rep.Refs {
+			b.WriteString(s.String() + "\n")
+		}
+		b.WriteString("Done\n")
+		_ = write(p.Stdout, []byte(b.String()))
+		return rep
+	}
+	if !args.Quiet {
+		_ = write(p.Stderr, []byte(humanTable(rep, args.Verbose)))
+	}
+	return rep
+}
+
+// humanTable renders a report as git push prints it without --porcelain: up-to-date
+// refs only when verbose, "Everything up-to-date" when nothing else happened.
+func humanTable(rep Report, verbose bool) string {
+	width := 17 // git's 2×abbrev+3 for the default abbreviation
+	var shown []RefStatus
+	for _, s := range rep.Refs {
+		if s.Flag == '=' && !verbose {
+			continue
+		}
+		shown = append(shown, s)
+		width = max(width, len(s.Summary))
+	}
+	if len(shown) == 0 {
+		if len(rep.Refs) > 0 {
+			return "Everything up-to-date\n"
+		}
+		return ""
+	}
+	var b strings.Builder
+	if rep.URL != "" {
+		b.WriteString("To " + rep.URL + "\n")
+	}
+	for _, s := range shown {
+		fmt.Fprintf(&b, " %c %-*s ", s.Flag, width, s.Summary)
+		if s.From != "" {
+			b.WriteString(prettify(s.From) + " -> " + prettify(s.To))
+		} else {
+			b.WriteString(prettify(s.To))
+		}
+		if s.Reason != "" {
+			b.WriteString(" (" + s.Reason + ")")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// prettify shortens a ref name as git's table does.
+func prettify(name string) string {
+	for _, p := range []string{"refs/heads/", "refs/tags/", "refs/remotes/"} {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			return rest
+		}
+	}
+	return name
+}
+
+func splitLines(b []byte) []string {
+	s := strings.TrimSuffix(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func write(w io.Writer, b []byte) error {
+	if w == nil || len(b) == 0 {
+		return nil
+	}
+	_, err := w.Write(b)
+	return err
+}

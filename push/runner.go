@@ -1,0 +1,213 @@
+package push
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+
+	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/retry"
+)
+
+// Runner runs one `git push` invocation, retrying what can succeed on another attempt.
+type Runner struct {
+	Git  string   // git executable: a path, or a name looked up in PATH ("" means "git")
+	Dirs []string // -C directories, in order
+	Env  []string // the caller's whole environment
+
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// NoAtomic leaves out --atomic, so that refs the server accepts are updated even
+	// when others fail. The caller's own --atomic or --no-atomic always wins.
+	NoAtomic bool
+	// Rebase rebases the checked-out branch onto the remote tip when the push is
+	// rejected as non-fast-forward or "fetch first", and pushes again.
+	Rebase bool
+	// StallFloor is given to git unless the caller configured one; the zero value
+	// means DefaultStallFloor.
+	StallFloor StallFloor
+
+	// Policy supplies the retry schedule and budget. It is called at most once, after
+	// the first failure that may be retried. nil means retry.DefaultPolicy.
+	Policy func() (retry.Policy, error)
+	// OnAttempt, if set, is called after every attempt. Attempt.Err is a *Error or a
+	// *RebaseError.
+	OnAttempt func(retry.Attempt)
+	// Notify, if set, receives one-line notes on what the Runner did besides pushing:
+	// a rebase, or a success proved by comparing the remote with what was pushed.
+	Notify func(msg string)
+	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
+	Clock retry.Clock
+	Rand  func() float64
+
+	// Report is set by Run: the final attempt's porcelain (for a success proved by
+	// verification, the verified refs, up to date).
+	Report Report
+}
+
+// attempt is one finished git push.
+type attempt struct {
+	code           int
+	stdout, stderr []byte
+}
+
+// Run pushes with the caller's arguments (verbatim) until the push succeeds, fails
+// for a reason that another attempt cannot fix, or the budget is spent. git's output
+// from the final attempt reaches the Runner's writers: the porcelain on Stdout when the
+// caller asked for it, else rendered as git's human table on Stderr. It returns the
+// exit code to exit with and an error describing the failure: a *Error, a
+// *RebaseError, a *retry.ExhaustedError or *retry.ResolveError wrapping a *Error, or an
+// error wrapping ErrGitNotFound.
+func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
+	args := ParseArgs(rawArgs)
+	env := p.withStallFloor(ctx, p.Env, args.Remote)
+	var (
+		last       attempt
+		unknown    bool        // an attempt failed in transport: it may have been applied
+		named      []RefStatus // the refs the latest attempt named, for verification
+		url        string      // the remote's URL, from the porcelain
+		rebaseNext *RefStatus  // the ref to rebase before the next attempt
+		verified   bool
+	)
+	retrier := &retry.Retrier{
+		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
+			var e *Error
+			if errors.As(err, &e) && (e.Class.Retryable() || (e.Class == ClassBehind && rebaseNext != nil)) {
+				return retry.Transient
+			}
+			return retry.Permanent
+		}),
+		Clock: p.Clock, Rand: p.Rand, OnAttempt: p.OnAttempt,
+		Resolve: func() (retry.Policy, error) {
+			if p.Policy == nil {
+				return retry.DefaultPolicy(), nil
+			}
+			return p.Policy()
+		},
+	}
+	_, err := retrier.Do(ctx, func(ctx context.Context, n int) error {
+		if unknown && len(named) > 0 && p.verify(ctx, env, args, url, named) {
+			verified = true
+			return nil
+		}
+		if rebaseNext != nil {
+			if err := p.rebase(ctx, env, args, url, *rebaseNext); err != nil {
+				return err
+			}
+			rebaseNext = nil
+		}
+		var runErr error
+		last, runErr = p.attempt(ctx, env, args)
+		if runErr != nil {
+			return runErr
+		}
+		e := Classify(last.code, last.stdout, last.stderr)
+		if e == nil {
+			return nil
+		}
+		if e.URL != "" {
+			url = e.URL
+		}
+		if len(e.Refs) > 0 {
+			named = e.Refs
+		}
+		switch {
+		case e.Class == ClassTransport:
+			unknown = true
+			if len(named) == 0 {
+				named = p.planFromArgs(ctx, args)
+			}
+		case (unknown || movedOnServer(e)) && !e.Class.Retryable() && len(e.Refs) > 0 && p.verify(ctx, env, args, url, e.Refs):
+			// An earlier attempt was applied and its answer lost, or the transport
+			// sent this one twice and the first copy was applied.
+			verified = true
+			return nil
+		case e.Class == ClassBehind && p.Rebase:
+			rebaseNext = p.rebaseTarget(ctx, e)
+		}
+		return e
+	})
+	var ex *retry.ExhaustedError
+	if errors.As(err, &ex) && unknown && len(named) > 0 && p.verify(ctx, env, args, url, named) {
+		verified, err = true, nil
+	}
+	if errors.Is(err, ErrGitNotFound) {
+		return 128, err
+	}
+	p.Report = ParsePorcelain(last.stdout)
+	if verified {
+		p.notify("the remote already holds every pushed value (an earlier attempt was applied, its answer lost)")
+		p.Report = p.writeVerified(args, url, named)
+		return 0, nil
+	}
+	if werr := p.writeOutput(args, last); werr != nil && err == nil {
+		err = werr
+	}
+	if err == nil {
+		return 0, nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.ExitCode, err
+	}
+	return 1, err // a rebase failure: the push stays rejected, as git's exit code 1
+}
+
+func (p *Runner) git() string {
+	if p.Git == "" {
+		return "git"
+	}
+	return p.Git
+}
+
+func (p *Runner) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	return gitexec.Command(ctx, p.git(), p.Dirs, env, args...)
+}
+
+// attempt runs git push once with its output captured.
+func (p *Runner) attempt(ctx context.Context, env []string, args Args) (attempt, error) {
+	full := []string{"push", "--porcelain"}
+	if args.Atomic == nil && !p.NoAtomic {
+		full = append(full, "--atomic")
+	}
+	cmd := p.command(ctx, env, append(full, args.Raw...)...)
+	var out, errOut capped
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	runErr := cmd.Run()
+	code, ran := gitexec.ExitCode(cmd.ProcessState)
+	if !ran {
+		return attempt{code: 128}, fmt.Errorf("%w: %w", ErrGitNotFound, runErr)
+	}
+	return attempt{code: code, stdout: out.Bytes(), stderr: errOut.Bytes()}, nil
+}
+
+func (p *Runner) notify(msg string) {
+	if p.Notify != nil {
+		p.Notify(msg)
+	}
+}
+
+// captureLimit bounds what is kept of one attempt's output; push prints far less.
+const captureLimit = 8 << 20
+
+// capped is a buffer that keeps the first captureLimit bytes written to it.
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(b []byte) (int, error) {
+	if room := captureLimit - c.Len(); room > 0 {
+		c.Buffer.Write(b[:min(len(b), room)])
+	}
+	return len(b), nil
+}
+
+// movedOnServer reports whether the server's compare-and-swap failed: another push
+// moved a ref after the advertisement, and that push may have been this one's own
+// request, sent again by the HTTP library after a connection closed unanswered.
+func movedOnServer(e *Error) bool {
+	var m *MovedError
+	return errors.As(e, &m)
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/refretry/refretry/internal/testutil"
+)
+
+// pushSetup is a client repository with a bare origin served by the same git, and
+// another clone that has moved origin's main ahead of the client.
+type pushSetup struct {
+	client *testutil.Repo
+	remote string
+}
+
+func newPushSetup(t *testing.T, g testutil.Git, backend string) pushSetup {
+	t.Helper()
+	c := testutil.NewRepo(t, g, backend)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	args := []string{"init", "-q", "--bare", "-b", "main"}
+	if backend == "reftable" {
+		args = append(args, "--ref-format=reftable")
+	}
+	c.Run(append(args, remote)...)
+	c.Run("remote", "add", "origin", "file://"+remote)
+	c.Run("push", "-q", "origin", "main", "main:side")
+	c.Run("tag", "v1")
+	c.Run("push", "-q", "origin", "v1")
+	other := c.Clone()
+	other.Run("commit", "-q", "--allow-empty", "-m", "theirs")
+	other.Run("push", "-q", "origin", "main")
+	c.Run("commit", "-q", "--allow-empty", "-m", "mine")
+	c.Run("tag", "-f", "v1")
+	return pushSetup{client: c, remote: remote}
+}
+
+// pushRun runs refretry (or git, with name "git") in the client repository.
+func pushRun(t *testing.T, r *testutil.Repo, extraEnv []string, name string, args ...string) result {
+	t.Helper()
+	path := binary
+	if name == "git" {
+		path = r.Git.Path
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Dir = r.Dir
+	cmd.Env = append(append(slices.Clip(r.Env), "REFRETRY_GIT="+r.Git.Path), extraEnv...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return result{out.String(), errOut.String(), code}
+}
+
+// TestPushSameAsGit: failures refretry push does not retry give git push's bytes and
+// exit code: with --porcelain exactly those of `git push --porcelain --atomic`, without
+// it those of `git push` for a single ref.
+func TestPushSameAsGit(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			s := newPushSetup(t, bc.git, bc.backend)
+			cases := []struct {
+				name string
+				args []string
+				code int
+			}{
+				{"fetch first", []string{"origin", "main"}, 1},
+				{"fetch first with a collateral ref", []string{"origin", "main", "main:refs/ci/1"}, 1},
+				{"tag exists", []string{"origin", "v1"}, 1},
+				{"stale lease", []string{"--force-with-lease=main:" + s.client.Commit, "origin", "main"}, 1},
+				{"no such remote", []string{"nowhere", "main"}, 128},
+				{"no such source", []string{"origin", "nosuch"}, 1},
+				{"bad option", []string{"--frobnicate", "origin"}, 129},
+			}
+			for _, tc := range cases {
+				porcelain := append([]string{"--porcelain"}, tc.args...)
+				want := pushRun(t, s.client, nil, "git", append([]string{"push", "--porcelain", "--atomic"}, tc.args...)...)
+				got := pushRun(t, s.client, nil, "refretry", append([]string{"push"}, porcelain...)...)
+				if want.code != tc.code {
+					t.Errorf("%s: git exited %d, the test expects %d\n%s", tc.name, want.code, tc.code, want.stderr)
+				}
+				if got != want {
+					t.Errorf("%s, --porcelain:\nrefretry: %d\n%s\n%s\ngit: %d\n%s\n%s", tc.name, got.code, got.stdout, got.stderr, want.code, want.stdout, want.stderr)
+				}
+			}
+			// Without --porcelain, refretry renders git's table from the porcelain.
+			want := pushRun(t, s.client, nil, "git", "push", "origin", "main")
+			got := pushRun(t, s.client, nil, "refretry", "push", "--no-atomic", "origin", "main")
+			if got != want {
+				t.Errorf("human output:\nrefretry: %d\n%q\n%q\ngit: %d\n%q\n%q", got.code, got.stdout, got.stderr, want.code, want.stdout, want.stderr)
+			}
+		})
+	}
+}
+
+// TestPushLockHeldCLI: a remote lock that never goes away ends with git's output and
+// exit code, one refretry line per retry and a summary.
+func TestPushLockHeldCLI(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			s := newPushSetup(t, bc.git, bc.backend)
+			lock := filepath.Join(s.remote, "refs", "ci", "x.lock")
+			if bc.backend == "reftable" {
+				lock = filepath.Join(s.remote, "reftable", "tables.list.lock")
+			}
+			if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(lock, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := pushRun(t, s.client, nil, "refretry", "--max-attempts", "3", "--initial-delay", "1ms",
+				"push", "origin", "HEAD:refs/ci/x")
+			if got.code != 1 {
+				t.Errorf("exit %d, want 1\n%s", got.code, got.stderr)
+			}
+			for _, want := range []string{
+				"refretry: attempt 1 failed (lock-contention on the remote's",
+				"refretry: attempt 2 failed (lock-contention",
+				"refretry: gave up after 3 attempts in ",
+				"(max-attempts); last failure: lock-contention",
+				"[remote rejected]",
+				"remote: error: ",
+			} {
+				if !strings.Contains(got.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, got.stderr)
+				}
+			}
+			if strings.Contains(got.stderr, "refretry: attempt 3") {
+				t.Errorf("the last attempt is reported as retried:\n%s", got.stderr)
+			}
+			os.Remove(lock)
+			got = pushRun(t, s.client, nil, "refretry", "push", "origin", "HEAD:refs/ci/x")
+			if got.code != 0 || strings.Contains(got.stderr, "refretry:") {
+				t.Errorf("after release: exit %d\n%s", got.code, got.stderr)
+			}
+		})
+	}
+}
+
+// TestPushGitMissing: a git that cannot be started is exit 127 with refretry's line.
+func TestPushGitMissing(t *testing.T) {
+	t.Parallel()
+	r := testutil.NewRepo(t, testutil.NewGit(t), "files")
+	got := pushRun(t, r, nil, "refretry", "--git", "/nonexistent/git", "push", "origin", "main")
+	if got.code != 127 || !strings.Contains(got.stderr, "refretry: cannot run git (/nonexistent/git)") {
+		t.Errorf("exit %d\n%s", got.code, got.stderr)
+	}
+}
+
+func TestPushSplitArgs(t *testing.T) {
+	t.Parallel()
+	own, word, rest := splitArgs([]string{"--timeout", "5s", "push", "--rebase", "origin", "main"})
+	if !slices.Equal(own, []string{"--timeout", "5s"}) || word != "push" || !slices.Equal(rest, []string{"--rebase", "origin", "main"}) {
+		t.Errorf("splitArgs = %q %q %q", own, word, rest)
+	}
+	tests := []struct {
+		args             []string
+		noAtomic, rebase bool
+		rest             []string
+	}{
+		{[]string{"--rebase", "origin", "main"}, false, true, []string{"origin", "main"}},
+		{[]string{"origin", "--no-atomic", "main"}, true, false, []string{"origin", "main"}},
+		{[]string{"-o", "--rebase", "origin"}, false, false, []string{"-o", "--rebase", "origin"}},
+		{[]string{"origin", "--", "--rebase"}, false, false, []string{"origin", "--", "--rebase"}},
+		{[]string{"--force-with-lease", "origin", "main"}, false, false, []string{"--force-with-lease", "origin", "main"}},
+	}
+	for _, tc := range tests {
+		na, rb, rest := splitPushArgs(tc.args)
+		if na != tc.noAtomic || rb != tc.rebase || !slices.Equal(rest, tc.rest) {
+			t.Errorf("splitPushArgs(%q) = %v %v %q", tc.args, na, rb, rest)
+		}
+	}
+}
+
+// TestPushLogFile: --log-file gets one JSON record per attempt and a summary, as for
+// update-ref, with push's classes and refs.
+func TestPushLogFile(t *testing.T) {
+	t.Parallel()
+	cur := testutil.NewGit(t)
+	s := newPushSetup(t, cur, "reftable")
+	lock := filepath.Join(s.remote, "reftable", "tables.list.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(t.TempDir(), "log.jsonl")
+	got := pushRun(t, s.client, nil, "refretry", "--log-file", logFile, "--max-attempts", "2", "--initial-delay", "1ms",
+		"push", "origin", "HEAD:refs/ci/x")
+	if got.code != 1 {
+		t.Fatalf("exit %d\n%s", got.code, got.stderr)
+	}
+	os.Remove(lock)
+	got = pushRun(t, s.client, nil, "refretry", "--log-file", logFile, "push", "origin", "HEAD:refs/ci/y")
+	if got.code != 0 {
+		t.Fatalf("exit %d\n%s", got.code, got.stderr)
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		recs = append(recs, m)
+	}
+	var shape []string
+	for _, m := range recs {
+		shape = append(shape, fmt.Sprint(m["msg"], "/", m["class"], "/", m["result"]))
+	}
+	want := []string{
+		"attempt/lock-contention/<nil>", "attempt/lock-contention/<nil>", "summary/lock-contention/gave-up",
+		"attempt/<nil>/<nil>", "summary/<nil>/success",
+	}
+	if !slices.Equal(shape, want) {
+		t.Fatalf("records %q, want %q\n%s", shape, want, b)
+	}
+	if refs := fmt.Sprint(recs[4]["refs"]); refs != "[refs/ci/y]" {
+		t.Errorf("success summary refs %s", refs)
+	}
+	if recs[0]["operation_id"] != recs[2]["operation_id"] || recs[2]["operation_id"] == recs[4]["operation_id"] {
+		t.Errorf("operation ids do not group the records")
+	}
+}
+
+// TestPushMatrixExample runs examples/push-matrix.sh as six matrix jobs finishing at
+// once: every job's result ref lands, and every job's commit is on the shared branch.
+func TestPushMatrixExample(t *testing.T) {
+	t.Parallel()
+	cur := testutil.NewGit(t)
+	seed := testutil.NewRepo(t, cur, "files")
+	remote := filepath.Join(t.TempDir(), "results.git")
+	seed.Run("init", "-q", "--bare", "--ref-format=reftable", "-b", "main", remote)
+	seed.Run("push", "-q", "file://"+remote, "main", "main:ci-log")
+	script, err := filepath.Abs(filepath.Join("examples", "push-matrix.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 6
+	results := make([]result, jobs)
+	done := make(chan int)
+	for j := range jobs {
+		job := seed.Clone()
+		report := filepath.Join(job.Dir, "report.json")
+		if err := os.WriteFile(report, []byte(fmt.Sprintf("{\"job\": %d}\n", j)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer func() { done <- j }()
+			cmd := exec.Command("bash", script, "report.json")
+			cmd.Dir = job.Dir
+			cmd.Env = append(slices.Clip(job.Env),
+				"PATH="+filepath.Dir(cur.Path)+string(os.PathListSeparator)+os.Getenv("PATH"),
+				"REFRETRY="+binary, "RESULTS_REMOTE=file://"+remote, "RUN_ID=7",
+				fmt.Sprintf("JOB_ID=j%d", j), "APPEND_BRANCH=ci-log")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				code = -1
+			}
+			results[j] = result{stderr: out.String(), code: code}
+		}()
+	}
+	for range jobs {
+		<-done
+	}
+	for j, r := range results {
+		if r.code != 0 {
+			t.Errorf("job %d: exit %d\n%s", j, r.code, r.stderr)
+		}
+	}
+	log := seed.Run("--git-dir="+remote, "log", "--format=%s", "ci-log")
+	refs := seed.Run("--git-dir="+remote, "for-each-ref", "--format=%(refname)", "refs/ci/7/")
+	for j := range jobs {
+		if !strings.Contains(log, fmt.Sprintf("CI result: run 7, job j%d\n", j)) {
+			t.Errorf("job %d's commit is not on ci-log:\n%s", j, log)
+		}
+		if !strings.Contains(refs+"\n", fmt.Sprintf("refs/ci/7/j%d\n", j)) {
+			t.Errorf("refs/ci/7/j%d is missing:\n%s", j, refs)
+		}
+	}
+}
