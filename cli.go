@@ -87,6 +87,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			"       refretry version"),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exitCode = code }),
+		// -h is git update-ref's (its usage, exit 129); refretry's help is --help only.
+		kong.PostBuild(func(k *kong.Kong) error {
+			if k.Model.HelpFlag != nil {
+				k.Model.HelpFlag.Short = 0
+			}
+			return nil
+		}),
 		kong.Vars(defaultVars()),
 		kong.Bind(Streams{stdin, stdout, stderr}, env(environ)),
 		kong.BindTo(ctx, (*context.Context)(nil)),
