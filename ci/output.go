@@ -3,11 +3,13 @@ package ci
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"syscall"
+
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // Output is one GitHub step output.
@@ -30,10 +32,10 @@ func WriteOutputs(path string, random io.Reader, outs []Output) error {
 		return fmt.Errorf("step outputs: %w", err)
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := platform.Lock(f, true); err != nil && !errors.Is(err, platform.ErrUnsupported) {
 		return fmt.Errorf("step outputs: locking: %w", err)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	defer platform.Unlock(f)
 	if _, err := f.WriteString(b.String()); err != nil {
 		return fmt.Errorf("step outputs: %w", err)
 	}

@@ -1,12 +1,14 @@
 package ci
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // MaxStepSummary is the size past which AppendStepSummary adds nothing: GitHub refuses
@@ -29,10 +31,10 @@ func AppendStepSummary(path, id string, s Summary) error {
 		return fmt.Errorf("step summary: %w", err)
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := platform.Lock(f, true); err != nil && !errors.Is(err, platform.ErrUnsupported) {
 		return fmt.Errorf("step summary: locking: %w", err)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	defer platform.Unlock(f)
 	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("step summary: %w", err)

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"os"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // waitInLine queues this process behind other refretry processes on the same host
@@ -30,10 +31,10 @@ func waitInLine(ctx context.Context, dir string, patience func() time.Duration) 
 	if err != nil {
 		return nop, false
 	}
-	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+	if err := platform.Lock(f, false); err == nil {
 		return func() { f.Close() }, false
-	} else if !errors.Is(err, syscall.EWOULDBLOCK) {
-		f.Close()
+	} else if !errors.Is(err, platform.ErrBusy) {
+		f.Close() // no line here (or on this system): go ahead as without one
 		return nop, false
 	}
 	var (
@@ -42,7 +43,7 @@ func waitInLine(ctx context.Context, dir string, patience func() time.Duration) 
 	)
 	done := make(chan error, 1)
 	go func() {
-		err := flock(f, syscall.LOCK_EX)
+		err := platform.Lock(f, true)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil || abandoned {
@@ -72,14 +73,5 @@ func waitInLine(ctx context.Context, dir string, patience func() time.Duration) 
 	default:
 		abandoned = true // the waiting goroutine closes f once flock returns
 		return nop, true
-	}
-}
-
-func flock(f *os.File, how int) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
 	}
 }

@@ -3,13 +3,13 @@ package transaction
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // inspectLock fills in what the file system says about a held lock: its age, the
@@ -55,8 +55,7 @@ func readPIDFile(path string) (int, bool) {
 // processGone reports whether no local process has this pid. Like git, it can only see
 // this host's processes in this pid namespace.
 func processGone(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return errors.Is(err, syscall.ESRCH)
+	return platform.ProcessGone(pid)
 }
 
 // reftableLock finds tables.list.lock for the repository git would use: reftable's
