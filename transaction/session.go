@@ -108,21 +108,40 @@ func (s *session) ackCount() int {
 // are passed on in chunks rather than one write per command, but never held back:
 // whatever has been read goes out before a read that could wait for the caller, and at
 // every transaction-control command, so an interactive caller sees no delay.
+//
+// With one exception, which keeps a batch all-or-nothing even if refretry is killed
+// (SIGKILL, which it cannot catch) while the caller is still writing: without `start`,
+// git commits whatever it has read when its input ends, so the input it has must never
+// end on a complete command until the caller's does. The last few bytes of the last
+// command are held until more input comes: its final LF (git rejects a last line
+// without one), or with -z its last field (git rejects a command cut before a field).
+// git sees the held bytes as soon as the caller sends anything more, ends its input,
+// or sends a control command; a caller that waits for an answer sends one of those.
 func (s *session) readInput(ctx context.Context) {
 	rd := NewReader(s.r.Stdin, s.args.NUL)
 	pend := make([]byte, 0, inputChunk)
+	send := 0 // how much of pend may go to git now; the rest is held back
 	for {
 		var (
 			ctl Control
 			err error
 		)
+		start := len(pend)
 		pend, ctl, err = rd.Next(pend)
+		if err == nil && ctl == NotControl {
+			send = releasable(pend, start, send, s.args.NUL)
+		} else {
+			send = len(pend)
+		}
+		if len(pend)-send > maxHeld {
+			send = len(pend) // a run of one-field -z commands: give up holding
+		}
 		if err == nil && ctl == NotControl && len(pend) < inputChunk && rd.Buffered() > 0 {
 			continue
 		}
 		s.wmu.Lock()
-		if len(pend) > 0 {
-			if _, werr := s.log.Write(pend); werr != nil && s.inErr == nil {
+		if send > 0 {
+			if _, werr := s.log.Write(pend[:send]); werr != nil && s.inErr == nil {
 				s.inErr = werr
 			}
 			if ctl == Commit || ctl == Abort {
@@ -132,9 +151,10 @@ func (s *session) readInput(ctx context.Context) {
 				s.mu.Unlock()
 			}
 			if s.stdin != nil {
-				_, _ = s.stdin.Write(pend) // a git that died is noticed when it exits
+				_, _ = s.stdin.Write(pend[:send]) // a git that died is noticed when it exits
 			}
-			pend = pend[:0]
+			pend = pend[:copy(pend, pend[send:])]
+			send = 0
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && s.inErr == nil {
@@ -153,6 +173,32 @@ func (s *session) readInput(ctx context.Context) {
 		}
 	}
 }
+
+// releasable returns how much of pend may be passed to git once the command that
+// starts at offset start has been read, given that the first send bytes could before:
+// everything but its final LF, or with -z everything before its last field. A -z
+// command of one field (an option) cannot be cut that way, so what was held before it
+// stays held along with it.
+func releasable(pend []byte, start, send int, nul bool) int {
+	cmd := pend[start:]
+	if !nul {
+		if len(cmd) > 0 && cmd[len(cmd)-1] == '\n' {
+			return len(pend) - 1
+		}
+		return len(pend)
+	}
+	body := cmd
+	if len(body) > 0 && body[len(body)-1] == 0 {
+		body = body[:len(body)-1]
+	}
+	if k := bytes.LastIndexByte(body, 0); k >= 0 {
+		return start + k + 1
+	}
+	return send
+}
+
+// maxHeld bounds what readInput holds back.
+const maxHeld = 1 << 20
 
 // inputChunk is the most input readInput gathers before passing it on.
 const inputChunk = 64 << 10
