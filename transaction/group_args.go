@@ -1,0 +1,255 @@
+//go:build unix
+
+package transaction
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// groupUpdate is one invocation that may join a group commit: a single-ref update or
+// delete whose values are full object ids, so that git resolves nothing differently
+// inside a group than it would have for the invocation alone.
+type groupUpdate struct {
+	Ref    string `json:"ref"`
+	Delete bool   `json:"delete,omitempty"`
+	New    string `json:"new,omitempty"` // full hex object id; not for Delete
+	Old    string `json:"old,omitempty"` // full hex object id, or "" (the empty <old>)
+	HasOld bool   `json:"has_old,omitempty"`
+}
+
+// groupOptions are the command-line options a group shares: its git runs with them.
+type groupOptions struct {
+	Msg          string
+	HasMsg       bool
+	NoDeref      bool
+	CreateReflog bool
+}
+
+// args are the options as passed to the group's git, before --stdin -z.
+func (o groupOptions) args() []string {
+	var a []string
+	if o.HasMsg {
+		a = append(a, "-m", o.Msg)
+	}
+	if o.NoDeref {
+		a = append(a, "--no-deref")
+	}
+	if o.CreateReflog {
+		a = append(a, "--create-reflog")
+	}
+	return a
+}
+
+// parseCoalescable reads the single-ref forms
+//
+//	[-m <msg>] [--no-deref] [--create-reflog] <ref> <new> [<old>]
+//	[-m <msg>] [--no-deref] -d <ref> [<old>]
+//
+// in a deliberately narrow spelling: every option on its own, exactly as listed (or
+// -m<msg>), values that are full lower-case hex object ids (or an empty <old>), and a
+// ref under refs/ that is plainly valid and shared by all worktrees. Anything else
+// (abbreviations, bundles, --, revision expressions, per-worktree refs, names git
+// might reject) is not coalesced: it runs as git alone would run it. ok is false then.
+func parseCoalescable(raw []string) (u groupUpdate, o groupOptions, ok bool) {
+	var operands []string
+	for i := 0; i < len(raw); i++ {
+		a := raw[i]
+		switch {
+		case a == "-m":
+			if i+1 == len(raw) {
+				return u, o, false
+			}
+			i++
+			o.Msg, o.HasMsg = raw[i], true
+		case strings.HasPrefix(a, "-m"):
+			o.Msg, o.HasMsg = a[2:], true
+		case a == "-d":
+			u.Delete = true
+		case a == "--no-deref":
+			o.NoDeref = true
+		case a == "--create-reflog":
+			o.CreateReflog = true
+		case strings.HasPrefix(a, "-"):
+			return u, o, false
+		default:
+			operands = append(operands, a)
+		}
+	}
+	if o.HasMsg && o.Msg == "" {
+		return u, o, false // git refuses it; let git say so
+	}
+	if u.Delete {
+		if len(operands) < 1 || len(operands) > 2 {
+			return u, o, false
+		}
+		u.Ref = operands[0]
+		if len(operands) == 2 {
+			u.Old, u.HasOld = operands[1], true
+			if u.Old != "" && !isFullHex(u.Old) {
+				return u, o, false
+			}
+		}
+	} else {
+		if len(operands) < 2 || len(operands) > 3 {
+			return u, o, false
+		}
+		u.Ref, u.New = operands[0], operands[1]
+		if !isFullHex(u.New) {
+			return u, o, false
+		}
+		if len(operands) == 3 {
+			u.Old, u.HasOld = operands[2], true
+			if u.Old != "" && (!isFullHex(u.Old) || len(u.Old) != len(u.New)) {
+				return u, o, false
+			}
+		}
+	}
+	if !plainSharedRef(u.Ref) {
+		return u, o, false
+	}
+	return u, o, true
+}
+
+// command is the update in update-ref's --stdin -z syntax, with the meaning the
+// command-line form gives it: an empty <old> means "must not exist" (a zero id) for
+// an update, and an empty or zero <old> means "don't care" for -d.
+func (u groupUpdate) command() string {
+	if u.Delete {
+		old := ""
+		if u.HasOld && u.Old != "" && !isZeroHex(u.Old) {
+			old = u.Old
+		}
+		return "delete " + u.Ref + "\x00" + old + "\x00"
+	}
+	old := ""
+	if u.HasOld {
+		old = u.Old
+		if old == "" {
+			old = strings.Repeat("0", len(u.New))
+		}
+	}
+	return "update " + u.Ref + "\x00" + u.New + "\x00" + old + "\x00"
+}
+
+func isFullHex(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func isZeroHex(s string) bool { return strings.Trim(s, "0") == "" }
+
+// perWorktreePrefixes are refs/ namespaces each worktree keeps for itself.
+var perWorktreePrefixes = []string{"refs/worktree/", "refs/bisect/", "refs/rewritten/"}
+
+// plainSharedRef accepts ref names under refs/ that git certainly accepts and that
+// live in the repository's common ref store: letters, digits and ._+- in components
+// that neither start with '.' nor end with '.' or ".lock". It is stricter than git.
+func plainSharedRef(ref string) bool {
+	if !strings.HasPrefix(ref, "refs/") || len(ref) > 1024 {
+		return false
+	}
+	for _, p := range perWorktreePrefixes {
+		if strings.HasPrefix(ref, p) {
+			return false
+		}
+	}
+	for _, comp := range strings.Split(ref, "/") {
+		if comp == "" || comp[0] == '.' || comp[len(comp)-1] == '.' || strings.HasSuffix(comp, ".lock") {
+			return false
+		}
+		for i := 0; i < len(comp); i++ {
+			c := comp[i]
+			ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+				c == '.' || c == '_' || c == '-' || c == '+'
+			if !ok {
+				return false
+			}
+		}
+	}
+	return !strings.Contains(ref, "..")
+}
+
+// keyEnv lists the environment variables, besides every GIT_*, that can change what
+// git writes or how: which configuration it reads, the reflog identity and time zone,
+// what hooks find on PATH.
+var keyEnv = []string{"HOME", "XDG_CONFIG_HOME", "EMAIL", "TZ", "PATH", "USER", "LOGNAME"}
+
+// groupKey is what invocations must share to be committed by one git: the options,
+// the repository, the git executable, the user and umask, and the environment that
+// git reads. Invocations with different keys are never grouped.
+func groupKey(o groupOptions, d repoDirs, git string, env []string) string {
+	h := sha256.New()
+	field := func(s string) {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	field("refretry-group-v1")
+	field(strconv.FormatBool(o.HasMsg))
+	field(o.Msg)
+	field(strconv.FormatBool(o.NoDeref))
+	field(strconv.FormatBool(o.CreateReflog))
+	field(d.gitDir)
+	field(d.commonDir)
+	field(git)
+	field(strconv.Itoa(os.Getuid()))
+	field(umask())
+	// The last value of a key wins, as for getenv.
+	vals := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_") || slices.Contains(keyEnv, k) {
+			vals[k] = v
+		}
+	}
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		field(k)
+		field(vals[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// umask reads this process's umask from /proc (files git creates get their mode from
+// it); "" when it cannot be read.
+func umask() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// traced reports whether env asks git for trace output, which goes to the stderr of
+// whichever git runs: such invocations are not coalesced.
+func traced(env []string) bool {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_TRACE") && v != "" && v != "0" && !strings.EqualFold(v, "false") {
+			return true
+		}
+	}
+	return false
+}
