@@ -1,0 +1,943 @@
+package main
+
+// The reliability suite's fault injection (docs/reliability.md): processes killed at
+// random points, locks held by stopped or dead processes, a read-only repository, a
+// full disk, and reference-transaction hooks that fail or sleep, all against real
+// git. Each test asserts the documented outcome, the exact exit code and message,
+// and that no batch is ever half-applied.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/refretry/refretry/internal/testutil"
+)
+
+// childPIDs lists pid's children, from every thread's children file.
+func childPIDs(pid int) []int {
+	var kids []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(s); err == nil {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// waitGone waits until pid has exited (an orphaned git finishing its work).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not exit", pid)
+		}
+	}
+}
+
+// gitChild waits for refretry (pid) to run git and returns git's pid, or 0 if refretry
+// exited first.
+func gitChild(cmd *exec.Cmd, exited <-chan struct{}) int {
+	for {
+		for _, k := range childPIDs(cmd.Process.Pid) {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", k)); err == nil && strings.TrimSpace(string(b)) == "git" {
+				return k
+			}
+		}
+		select {
+		case <-exited:
+			return 0
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// lockFiles lists every *.lock under dir except those in skip.
+func lockFiles(dir string, skip ...string) []string {
+	var locks []string
+	filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error {
+		if strings.HasSuffix(p, ".lock") && !contains(skip, p) {
+			locks = append(locks, p)
+		}
+		return nil
+	})
+	return locks
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// exitCode is the status a shell would report for a finished command.
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	ee, ok := err.(*exec.ExitError)
+	if !ok {
+		t.Fatalf("wait: %v", err)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
+
+// holder is a plain git transaction kept in the prepared state, holding its locks.
+type holder struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	once  sync.Once
+}
+
+// release aborts the holder's transaction (once), letting its locks go.
+func (h *holder) release() { h.once.Do(func() { fmt.Fprintf(h.stdin, "abort\n") }) }
+
+// hold starts git update-ref --stdin with extra config, sends start, the commands and
+// prepare, and returns once git says "prepare: ok".
+func hold(t *testing.T, r *testutil.Repo, config []string, commands string) *holder {
+	t.Helper()
+	var args []string
+	for _, c := range config {
+		args = append(args, "-c", c)
+	}
+	cmd := commandIn(r, r.Git.Path, append(args, "update-ref", "--stdin")...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var errOut syncBuffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &holder{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	fmt.Fprintf(stdin, "start\n%sprepare\n", commands)
+	for _, want := range []string{"start: ok\n", "prepare: ok\n"} {
+		if got, err := h.out.ReadString('\n'); got != want {
+			t.Fatalf("holder: got %q (%v), want %q; stderr %q", got, err, want, errOut.String())
+		}
+	}
+	return h
+}
+
+// abort ends the holder's transaction and waits for it.
+func (h *holder) abort(t *testing.T) {
+	t.Helper()
+	h.release()
+	h.stdin.Close()
+	io.Copy(io.Discard, h.out)
+	if err := h.cmd.Wait(); err != nil {
+		t.Errorf("holder: %v", err)
+	}
+}
+
+// batchInput is a --stdin batch creating n refs under prefix.
+func batchInput(prefix, oid string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "create %s%03d %s\n", prefix, i, oid)
+	}
+	return b.String()
+}
+
+// allOrNothing checks that the n refs of a batch are either all at oid or all absent,
+// and returns which.
+func allOrNothing(t *testing.T, r *testutil.Repo, prefix, oid string, n int) (applied bool) {
+	t.Helper()
+	refs := r.Refs(prefix)
+	if len(refs) != 0 && len(refs) != n {
+		t.Fatalf("batch half-applied: %d of %d refs under %s", len(refs), n, prefix)
+	}
+	for name, v := range refs {
+		if v != oid {
+			t.Fatalf("%s = %s, want %s", name, v, oid)
+		}
+	}
+	return len(refs) == n
+}
+
+// TestReliabilityKill kills refretry, or the git it runs, with SIGKILL or SIGTERM at a
+// random point of a 100-ref batch whose lock is held for part of the time, so that the
+// kill lands while git waits, between attempts, or during the final attempt. The batch
+// is all or nothing; after SIGTERM no lock is left behind and the exit code is the
+// documented one. The random points come from a seed printed on failure.
+func TestReliabilityKill(t *testing.T) {
+	t.Parallel()
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("REFRETRY_RELIABILITY_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	t.Logf("seed %d (REFRETRY_RELIABILITY_SEED replays it)", seed)
+	const n, rounds = 100, 5
+	for _, bc := range backends(t) {
+		for _, victim := range []string{"refretry", "git"} {
+			for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+				name := fmt.Sprintf("%s/%s/%s/%s", bc.git.Name(), bc.backend, victim, sig)
+				rng := rand.New(rand.NewSource(seed + int64(len(name))))
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					landed := 0
+					for round := range rounds {
+						// The lock is held for 0.3–2.8 s; the signal comes at any point
+						// up to half a second after its release.
+						holdMS := 300 + rng.Intn(2500)
+						delayMS := rng.Intn(holdMS + 500)
+						if victim == "refretry" && sig == syscall.SIGKILL {
+							// Not before refretry has passed the whole input on: see
+							// TestReliabilityKillMidInput for what happens then.
+							delayMS = max(delayMS, 100)
+						}
+						if killBatch(t, bc, victim, sig, delayMS, holdMS, round, n) {
+							landed++
+						}
+					}
+					t.Logf("faults: %d of %d signals landed while the batch was running", landed, rounds)
+				})
+			}
+		}
+	}
+}
+
+// killBatch runs one batch, sends sig to victim after delayMS, checks the outcome, and
+// reports whether the signal reached a running process.
+func killBatch(t *testing.T, bc backendCase, victim string, sig syscall.Signal, delayMS, holdMS, round, n int) bool {
+	t.Helper()
+	r := testutil.NewRepo(t, bc.git, bc.backend)
+	prefix := fmt.Sprintf("refs/heads/batch%d/", round)
+	// The lock of the batch's last ref (or reftable's one lock) is held for holdMS.
+	heldLock := r.LockPath(fmt.Sprintf("%s%03d", prefix, n-1))
+	release := r.Hold(heldLock)
+	time.AfterFunc(time.Duration(holdMS)*time.Millisecond, release)
+	cmd := refretryCommand(r, "--stdin")
+	cmd.Stdin = strings.NewReader(batchInput(prefix, r.Commit, n))
+	var errOut syncBuffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+
+	target, gitPID := cmd.Process.Pid, 0
+	if victim == "git" {
+		gitPID = gitChild(cmd, exited)
+		target = gitPID
+	}
+	killed, waiting := false, false
+	select {
+	case <-exited:
+	case <-time.After(time.Duration(delayMS) * time.Millisecond):
+		if victim == "git" && !alive(gitPID) {
+			// That git has finished; the next attempt's git, if any, is the target.
+			if gitPID = gitChild(cmd, exited); gitPID == 0 {
+				break
+			}
+			target = gitPID
+		}
+		if victim == "refretry" {
+			if kids := childPIDs(cmd.Process.Pid); len(kids) > 0 {
+				gitPID = kids[0]
+			}
+		}
+		// Where git is: waiting for the held lock once it has taken every other
+		// lock it needs (reftable needs only the held one).
+		before := lockFiles(r.GitDir)
+		waiting = contains(before, heldLock) && (bc.backend == "reftable" || len(before) == n)
+		killed = syscall.Kill(target, sig) == nil
+	}
+	<-exited
+	if gitPID != 0 {
+		waitGone(t, gitPID) // a git orphaned by SIGKILL finishes on its own
+	}
+	code := exitCode(t, waitErr)
+	got := len(r.Refs(prefix))
+	applied := got == n
+	t.Logf("round %d: %s %s after %d ms (lock held %d ms, killed %v, git waiting %v): exit %d, %d of %d applied",
+		round, sig, victim, delayMS, holdMS, killed, waiting, code, got, n)
+	if got != 0 && got != n {
+		// git's files backend commits a batch ref by ref, in name order: a signal
+		// that reaches git in that window (SIGTERM to refretry is passed on to git)
+		// leaves a prefix applied, as it would with git alone. Anything else is a
+		// half-applied batch.
+		prefixApplied := true
+		refs := r.Refs(prefix)
+		for i := range got {
+			prefixApplied = prefixApplied && refs[fmt.Sprintf("%s%03d", prefix, i)] == r.Commit
+		}
+		gitSignalled := victim == "git" || sig == syscall.SIGTERM
+		if bc.backend != "files" || !prefixApplied || !gitSignalled || !killed {
+			t.Fatalf("batch half-applied: %d of %d refs: %v", got, n, refs)
+		}
+		t.Logf("faults: git's files commit phase interrupted: the first %d refs, in name order, were committed", got)
+	}
+	if got == n {
+		allOrNothing(t, r, prefix, r.Commit, n)
+	}
+
+	switch {
+	case !killed || code == 0:
+		if code != 0 || !applied {
+			t.Errorf("finished unkilled: exit %d, applied %v; stderr %q", code, applied, errOut.String())
+		}
+	case victim == "refretry":
+		// As a shell reports death by signal: 137 for SIGKILL, 143 for SIGTERM.
+		if want := 128 + int(sig); code != want {
+			t.Errorf("exit %d, want %d; stderr %q", code, want, errOut.String())
+		}
+	default:
+		// git died of the signal: refretry does not retry it and exits as git did,
+		// adding nothing to what git printed (SIGKILL and SIGTERM leave git silent)
+		// but the lines of the retries before.
+		if want := 128 + int(sig); code != want {
+			t.Errorf("exit %d (want %d); stderr %q", code, want, errOut.String())
+		}
+		for _, l := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
+			if l != "" && !strings.HasPrefix(l, "refretry: attempt ") {
+				t.Errorf("stderr line %q: want only earlier attempts' retry lines", l)
+			}
+		}
+	}
+	if sig == syscall.SIGTERM && killed {
+		// git removes its locks on SIGTERM while it waits for one. Caught while
+		// taking them, git itself (without refretry) sometimes leaves one behind:
+		// docs/reliability.md has the measurement.
+		locks := lockFiles(r.GitDir, heldLock)
+		if len(locks) > 0 && waiting {
+			t.Errorf("SIGTERM while git waited for the held lock, yet locks were left: %v", locks)
+		} else if len(locks) > 0 {
+			t.Logf("faults: SIGTERM while git was taking its locks left %v (git's own behaviour)", locks)
+		}
+	}
+	return killed && code != 0
+}
+
+// TestReliabilityKillMidInput kills refretry with SIGKILL while its caller is still
+// writing a --stdin batch (the caller's pipe is open; half the batch has been sent).
+// git update-ref killed the same way applies nothing, so refretry must not either: the
+// caller never ended its input. (refretry's git outlives it and reads end-of-file; the
+// input it was given never ends on a complete command, so it commits nothing.)
+func TestReliabilityKillMidInput(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		for _, name := range []string{"git", "refretry"} {
+			for _, z := range []bool{false, true} {
+				form := "lines"
+				if z {
+					form = "z"
+				}
+				t.Run(bc.git.Name()+"/"+bc.backend+"/"+name+"/"+form, func(t *testing.T) {
+					t.Parallel()
+					r := testutil.NewRepo(t, bc.git, bc.backend)
+					args := []string{"--stdin"}
+					input := batchInput("refs/heads/half/", r.Commit, 10)
+					if z {
+						args = append(args, "-z")
+						input = ""
+						for i := range 10 {
+							input += fmt.Sprintf("create refs/heads/half/%d\x00%s\x00", i, r.Commit)
+						}
+						input += "option no-deref\x00" // a one-field command last
+					}
+					cmd := refretryCommand(r, args...)
+					if name == "git" {
+						cmd = commandIn(r, r.Git.Path, append([]string{"update-ref"}, args...)...)
+					}
+					stdin, _ := cmd.StdinPipe()
+					if err := cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+					io.WriteString(stdin, input)
+					exited := make(chan struct{})
+					go func() { cmd.Wait(); close(exited) }()
+					gitPID := cmd.Process.Pid
+					if name == "refretry" {
+						gitPID = gitChild(cmd, exited)
+					}
+					time.Sleep(500 * time.Millisecond) // git has read what it was given
+					cmd.Process.Kill()
+					<-exited
+					waitGone(t, gitPID)
+					stdin.Close()
+					if refs := r.Refs("refs/heads/half/"); len(refs) != 0 {
+						t.Errorf("%s killed before its input ended, yet %d refs were written", name, len(refs))
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestReliabilityStoppedHolder: a real git holds the lock in the prepared state and is
+// stopped (SIGSTOP). refretry waits and gives up at its deadline, never touching the
+// lock, even with --break-stale-locks and a lock older than --stale-after; once the
+// holder continues and aborts, refretry succeeds.
+func TestReliabilityStoppedHolder(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		for _, mode := range []string{"gives-up", "continued", "break-refused"} {
+			if mode == "break-refused" && bc.git.Version < "2.54" {
+				continue // core.lockfilePid is new in 2.54
+			}
+			t.Run(bc.git.Name()+"/"+bc.backend+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				r := testutil.NewRepo(t, bc.git, bc.backend)
+				ref := "refs/heads/stopped"
+				var cfg []string
+				if mode == "break-refused" {
+					cfg = []string{"core.lockfilePid=true"}
+				}
+				other := r.NewCommit("second") // before the lock is taken
+				h := hold(t, r, cfg, fmt.Sprintf("create %s %s\n", ref, r.Commit))
+				lock := r.LockPath(ref)
+				fi, err := os.Stat(lock)
+				if err != nil {
+					t.Fatalf("the holder holds no %s: %v", lock, err)
+				}
+				pid := h.cmd.Process.Pid
+				syscall.Kill(pid, syscall.SIGSTOP)
+				defer func() {
+					syscall.Kill(pid, syscall.SIGCONT)
+					h.abort(t)
+					if _, err := os.Stat(lock); err == nil {
+						t.Errorf("the holder's lock outlived it")
+					}
+					if refs := r.Refs(ref); len(refs) != 0 && mode != "continued" {
+						t.Errorf("ref written: %v", refs)
+					}
+				}()
+				args := []string{"--timeout", "3s", ref, other}
+				switch mode {
+				case "continued":
+					args = []string{"--timeout", "60s", ref, other}
+					time.AfterFunc(2500*time.Millisecond, func() {
+						syscall.Kill(pid, syscall.SIGCONT)
+						h.release()
+					})
+				case "break-refused":
+					args = []string{"--break-stale-locks", "--stale-after", "1s", "--timeout", "20s", ref, other}
+					time.Sleep(1100 * time.Millisecond) // the lock is now older than --stale-after
+				}
+				res := runIn(t, r, "", "refretry", args...)
+				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+				last := lines[len(lines)-1]
+				switch mode {
+				case "gives-up":
+					if res.code != 128 || !strings.HasPrefix(last, "refretry: gave up after ") || !strings.Contains(last, "(deadline); last failure: lock-contention") {
+						t.Errorf("exit %d, last line %q; want 128 and a deadline give-up", res.code, last)
+					}
+				case "continued":
+					if res.code != 0 || !strings.Contains(res.stderr, "refretry: attempt 1 failed (lock-contention") {
+						t.Errorf("exit %d, stderr %q; want success after a retry", res.code, res.stderr)
+					}
+					if got := r.Refs(ref)[ref]; got != other {
+						t.Errorf("%s = %q, want %s", ref, got, other)
+					}
+				case "break-refused":
+					want := fmt.Sprintf("(not removed: its ~pid.lock names process %d, which is running)", pid)
+					if res.code != 128 || !strings.HasPrefix(last, "refretry: stale lock "+lock) || !strings.Contains(last, want) {
+						t.Errorf("exit %d, last line %q; want 128 and a stale-lock report containing %q", res.code, last, want)
+					}
+					if strings.Contains(res.stderr, "removed stale lock") {
+						t.Errorf("a live holder's lock was removed: %q", res.stderr)
+					}
+				}
+				if mode != "continued" {
+					if fi2, err := os.Stat(lock); err != nil || !os.SameFile(fi, fi2) {
+						t.Errorf("the stopped holder's lock was touched: %v", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// killedHolder leaves the lock of a git killed with SIGKILL while prepared, with or
+// without its ~pid.lock, and returns the lock and the dead pid.
+func killedHolder(t *testing.T, r *testutil.Repo, ref string, pidFile bool) (string, int) {
+	t.Helper()
+	var cfg []string
+	if pidFile {
+		cfg = []string{"core.lockfilePid=true"}
+	}
+	h := hold(t, r, cfg, fmt.Sprintf("create %s %s\n", ref, r.Commit))
+	h.cmd.Process.Kill()
+	h.cmd.Wait()
+	lock := r.LockPath(ref)
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("SIGKILL left no %s: %v", lock, err)
+	}
+	pf := strings.TrimSuffix(lock, ".lock") + "~pid.lock"
+	if _, err := os.Stat(pf); (err == nil) != pidFile {
+		t.Fatalf("%s exists: %v, want %v", pf, err == nil, pidFile)
+	}
+	return lock, h.cmd.Process.Pid
+}
+
+// TestReliabilityKilledHolder: a lock left by a git killed with SIGKILL. With
+// core.lockfilePid its holder is proven dead: refretry stops at once with git's
+// message and one stale-lock line (no retry). Without it, refretry retries until the
+// lock is older than --stale-after, then stops the same way. Either way, nothing is
+// written and the lock stays for the user to inspect.
+func TestReliabilityKilledHolder(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		for _, pidFile := range []bool{true, false} {
+			if pidFile && bc.git.Version < "2.54" {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/%s/pidfile=%v", bc.git.Name(), bc.backend, pidFile), func(t *testing.T) {
+				t.Parallel()
+				r := testutil.NewRepo(t, bc.git, bc.backend)
+				ref := "refs/heads/dead"
+				lock, pid := killedHolder(t, r, ref, pidFile)
+				res := runIn(t, r, "", "refretry", "--stale-after", "2s", "--timeout", "60s", ref, r.Commit)
+				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+				last := lines[len(lines)-1]
+				if res.code != 128 || !strings.HasPrefix(last, "refretry: stale lock "+lock) {
+					t.Fatalf("exit %d, stderr %q; want 128 and a stale-lock report", res.code, res.stderr)
+				}
+				if pidFile {
+					if !strings.Contains(last, fmt.Sprintf("holder pid %d", pid)) || strings.Contains(res.stderr, "retrying") {
+						t.Errorf("last line %q, stderr %q: want the dead holder's pid and no retry", last, res.stderr)
+					}
+				} else if !strings.Contains(last, "older than the stale-after limit of 2s") {
+					t.Errorf("last line %q: want the age limit as the reason", last)
+				}
+				// Before refretry's last line: git's message, after any retry lines.
+				gitLines := 0
+				for _, l := range lines[:len(lines)-1] {
+					if strings.HasPrefix(l, "refretry: attempt ") && gitLines == 0 {
+						continue
+					}
+					if gitLines == 0 && !strings.HasPrefix(l, "fatal: update_ref failed for ref '"+ref+"': ") {
+						t.Errorf("line %q: want git's message", l)
+					}
+					gitLines++
+				}
+				if gitLines == 0 {
+					t.Errorf("stderr %q: no message from git", res.stderr)
+				}
+				if _, err := os.Stat(lock); err != nil {
+					t.Errorf("the lock was removed without --break-stale-locks")
+				}
+				if refs := r.Refs(ref); len(refs) != 0 {
+					t.Errorf("ref written: %v", refs)
+				}
+			})
+		}
+	}
+}
+
+// TestBreakStaleLocksEndToEnd: with --break-stale-locks (or its environment variable
+// or git config), the lock of a killed git is removed, with one line naming what was
+// removed and why, and the update is retried and applied.
+func TestBreakStaleLocksEndToEnd(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		for _, how := range []string{"flag", "env", "config"} {
+			for _, pidFile := range []bool{true, false} {
+				if pidFile && bc.git.Version < "2.54" {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%s/%s/pidfile=%v", bc.git.Name(), bc.backend, how, pidFile), func(t *testing.T) {
+					t.Parallel()
+					r := testutil.NewRepo(t, bc.git, bc.backend)
+					ref := "refs/heads/broken"
+					lock, pid := killedHolder(t, r, ref, pidFile)
+					if !pidFile {
+						old := time.Now().Add(-time.Hour)
+						os.Chtimes(lock, old, old)
+					}
+					cmd := refretryCommand(r, "--timeout", "60s", ref, r.Commit)
+					switch how {
+					case "flag":
+						cmd.Args = append([]string{cmd.Args[0], "--break-stale-locks"}, cmd.Args[1:]...)
+					case "env":
+						cmd.Env = append(cmd.Env, "REFRETRY_BREAK_STALE_LOCKS=1")
+					case "config":
+						r.Run("config", "refretry.breakStaleLocks", "true")
+					}
+					var out, errOut bytes.Buffer
+					cmd.Stdout, cmd.Stderr = &out, &errOut
+					code := exitCode(t, cmd.Run())
+					want := "refretry: removed stale lock '" + lock + "'"
+					if pidFile {
+						want += fmt.Sprintf(" and '%s~pid.lock' (age ", strings.TrimSuffix(lock, ".lock"))
+					} else {
+						want += " (age 1h0m"
+					}
+					lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+					if code != 0 || out.Len() != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], want) ||
+						!strings.HasPrefix(lines[1], "refretry: attempt 1 failed (") {
+						t.Fatalf("exit %d, stdout %q, stderr %q; want 0, a line starting %q and one retry", code, out.String(), errOut.String(), want)
+					}
+					if pidFile && !strings.Contains(lines[0], fmt.Sprintf("holder pid %d): its holder, process %d (from the ~pid.lock file), is no longer running; retrying", pid, pid)) {
+						t.Errorf("line %q: want the dead holder's pid and the reason", lines[0])
+					}
+					if !pidFile && !strings.HasSuffix(lines[0], "): it is older than the stale-after limit of 2m0s; retrying") {
+						t.Errorf("line %q: want the age limit as the reason", lines[0])
+					}
+					if got := r.Refs(ref)[ref]; got != r.Commit {
+						t.Errorf("%s = %q after the retry, want %s", ref, got, r.Commit)
+					}
+					if locks := lockFiles(r.GitDir); len(locks) > 0 {
+						t.Errorf("locks left: %v", locks)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestBreakStaleLocksLiveHolder: a young lock of a live (running, prepared) git is
+// never removed by --break-stale-locks: refretry waits, and succeeds once the holder
+// aborts.
+func TestBreakStaleLocksLiveHolder(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			ref := "refs/heads/live"
+			other := r.NewCommit("second") // before the lock is taken
+			h := hold(t, r, nil, fmt.Sprintf("create %s %s\n", ref, r.Commit))
+			lock := r.LockPath(ref)
+			fi, _ := os.Stat(lock)
+			time.AfterFunc(2500*time.Millisecond, func() {
+				if fi2, err := os.Stat(lock); err != nil || !os.SameFile(fi, fi2) {
+					t.Errorf("the live holder's lock was touched: %v", err)
+				}
+				h.release()
+			})
+			res := runIn(t, r, "", "refretry", "--break-stale-locks", "--timeout", "60s", ref, other)
+			h.abort(t)
+			if res.code != 0 || strings.Contains(res.stderr, "removed stale lock") || !strings.Contains(res.stderr, "refretry: attempt 1 failed (lock-contention") {
+				t.Errorf("exit %d, stderr %q; want success after a retry, nothing removed", res.code, res.stderr)
+			}
+			if got := r.Refs(ref)[ref]; got != other {
+				t.Errorf("%s = %q, want %s", ref, got, other)
+			}
+		})
+	}
+}
+
+// TestReliabilityHook: a reference-transaction hook that fails is not retried: refretry
+// prints exactly what git prints (on an identical copy of the repository), exits as
+// git does, and changes nothing. A hook that sleeps while holding the locks makes a
+// concurrent refretry wait and retry; its compare-and-swap then sees the first
+// writer's committed value.
+func TestReliabilityHook(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend+"/fails", func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			writeHook(t, r, `if [ "$1" = prepared ]; then echo "hook says no" >&2; exit 1; fi`)
+			c := r.Clone()
+			for _, tc := range []struct {
+				stdin string
+				args  []string
+			}{
+				{"", []string{"refs/heads/h", r.Commit}},
+				{"", []string{"-d", "refs/heads/main"}},
+				{"create refs/heads/h1 " + r.Commit + "\ncreate refs/heads/h2 " + r.Commit + "\n", []string{"--stdin"}},
+			} {
+				want := sameDir(runIn(t, c, tc.stdin, "git", tc.args...), c, r)
+				got := runIn(t, r, tc.stdin, "refretry", tc.args...)
+				if got != want || !strings.Contains(got.stderr, "aborted by") || strings.Contains(got.stderr, "refretry:") {
+					t.Errorf("%v: refretry %+v, git %+v", tc.args, got, want)
+				}
+				if refs := r.Refs("refs/heads/"); len(refs) != 1 || refs["refs/heads/main"] != r.Commit {
+					t.Errorf("%v: refs changed: %v", tc.args, refs)
+				}
+			}
+		})
+		t.Run(bc.git.Name()+"/"+bc.backend+"/sleeps", func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			ready := filepath.Join(t.TempDir(), "ready")
+			writeHook(t, r, `if [ "$1" = prepared ] && [ -n "$SLOW_HOOK" ]; then : > "$SLOW_HOOK"; sleep 2.5; fi`)
+			ref, second := "refs/heads/slow", r.NewCommit("second")
+			first := commandIn(r, r.Git.Path, "update-ref", ref, r.Commit)
+			first.Env = append(first.Env, "SLOW_HOOK="+ready)
+			if err := first.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for _, err := os.Stat(ready); err != nil; _, err = os.Stat(ready) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			res := runIn(t, r, "", "refretry", "--timeout", "60s", ref, second, r.Commit)
+			if err := first.Wait(); err != nil {
+				t.Fatalf("first writer: %v", err)
+			}
+			if res.code != 0 || res.stdout != "" || !strings.Contains(res.stderr, "refretry: attempt 1 failed (lock-contention") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want success after a retry", res.code, res.stdout, res.stderr)
+			}
+			if got := r.Refs(ref)[ref]; got != second {
+				t.Errorf("%s = %q, want %s", ref, got, second)
+			}
+		})
+	}
+}
+
+func writeHook(t *testing.T, r *testutil.Repo, body string) {
+	t.Helper()
+	dir := filepath.Join(r.GitDir, "hooks")
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "reference-transaction"), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReliabilityFullDisk simulates a full disk without touching the machine: git runs
+// under a wrapper that sets RLIMIT_FSIZE to zero with SIGXFSZ ignored, so every write
+// fails with EFBIG as it would with ENOSPC. refretry must not retry it: stdout, stderr
+// and exit code equal git's under the same wrapper (on an identical copy), and no ref
+// or lock is left.
+func TestReliabilityFullDisk(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			wrapper := filepath.Join(t.TempDir(), "git-full-disk")
+			script := fmt.Sprintf("#!/bin/sh\ntrap '' XFSZ\nulimit -f 0\nexec %s \"$@\"\n", shellQuote(bc.git.Path))
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			full := *r
+			full.Git.Path = wrapper
+			c := full.Clone()
+			for _, tc := range []struct {
+				stdin string
+				args  []string
+			}{
+				{"", []string{"refs/heads/f", r.Commit}},
+				{batchInput("refs/heads/fb/", r.Commit, 20), []string{"--stdin"}},
+			} {
+				want := sameDir(runIn(t, c, tc.stdin, "git", tc.args...), c, r)
+				got := runIn(t, &full, tc.stdin, "refretry", tc.args...)
+				if want.code == 0 {
+					t.Fatalf("%v: git succeeded with no room to write; the simulation does not work here", tc.args)
+				}
+				if got != want || strings.Contains(got.stderr, "refretry:") {
+					t.Errorf("%v: refretry %+v\ngit %+v", tc.args, got, want)
+				}
+				if refs := r.Refs("refs/heads/"); len(refs) != 1 {
+					t.Errorf("%v: refs changed: %v", tc.args, refs)
+				}
+				if locks := lockFiles(r.GitDir); len(locks) > 0 {
+					t.Errorf("%v: locks left: %v", tc.args, locks)
+				}
+			}
+		})
+	}
+}
+
+// TestReliabilityReadOnly makes the directory a writer must create its lock in
+// read-only. The failure is not lock contention: refretry prints exactly what git
+// prints, exits as git does, and changes nothing. Root ignores mode bits, so as root
+// the processes run as nobody (from copies of git and refretry that nobody can reach);
+// the test is skipped if the mode still has no effect.
+func TestReliabilityReadOnly(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			tester := newTester(t, bc)
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			c := r.Clone()
+			tester.adopt(t, r)
+			tester.adopt(t, c)
+			dir := filepath.Join(r.GitDir, "refs", "heads")
+			cdir := filepath.Join(c.GitDir, "refs", "heads")
+			if bc.backend == "reftable" {
+				dir, cdir = filepath.Join(r.GitDir, "reftable"), filepath.Join(c.GitDir, "reftable")
+			}
+			for _, d := range []string{dir, cdir} {
+				if err := os.Chmod(d, 0o555); err != nil {
+					t.Fatal(err)
+				}
+				defer os.Chmod(d, 0o755)
+			}
+			probe := tester.command(exec.Command("touch", filepath.Join(dir, "probe")))
+			if probe.Run() == nil {
+				os.Remove(filepath.Join(dir, "probe"))
+				t.Skip("chmod 0555 does not stop this user from writing: nothing to test")
+			}
+			for _, args := range [][]string{{"refs/heads/ro", r.Commit}, {"-d", "refs/heads/main"}} {
+				want := sameDir(tester.run(t, c, tester.git, append([]string{"update-ref"}, args...)...), c, r)
+				got := tester.run(t, r, tester.refretry, args...)
+				t.Logf("%v: git exit %d, stderr %q", args, want.code, want.stderr)
+				if want.code == 0 || want.stderr == "" || got != want || strings.Contains(got.stderr, "refretry:") {
+					t.Errorf("%v: refretry %+v\ngit %+v", args, got, want)
+				}
+				if refs := tester.checker(r).Refs("refs/heads/"); len(refs) != 1 || refs["refs/heads/main"] != r.Commit {
+					t.Errorf("%v: refs changed: %v", args, refs)
+				}
+			}
+		})
+	}
+}
+
+// checker is r for the test's own git commands, which run as the test's user: a
+// repository the tester owns is then safe to read.
+func (tr *tester) checker(r *testutil.Repo) *testutil.Repo {
+	c := *r
+	c.Env = append(slices.Clip(r.Env), "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*")
+	return &c
+}
+
+// tester runs processes as a user that mode bits apply to: nobody when the tests run
+// as root, else the current user.
+type tester struct {
+	drop          bool
+	uid, gid      int
+	git, refretry string
+}
+
+func newTester(t *testing.T, bc backendCase) *tester {
+	t.Helper()
+	tr := &tester{git: bc.git.Path, refretry: binary}
+	if os.Geteuid() != 0 {
+		return tr
+	}
+	tr.drop, tr.uid, tr.gid = true, 65534, 65534
+	// git and refretry may live where nobody cannot reach (/root): copy them. git's
+	// update-ref and config are built in, so the git binary alone is enough.
+	dir, err := os.MkdirTemp("", "refretry-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	tr.git, tr.refretry = filepath.Join(dir, "git"), filepath.Join(dir, "refretry")
+	for src, dst := range map[string]string{bc.git.Path: tr.git, binary: tr.refretry} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tr
+}
+
+// adopt makes r usable by the tester: the path down to it searchable, and r and its
+// home owned by the tester.
+func (tr *tester) adopt(t *testing.T, r *testutil.Repo) {
+	t.Helper()
+	if !tr.drop {
+		return
+	}
+	home := ""
+	for _, kv := range r.Env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	for d := filepath.Dir(r.Dir); d != "/" && d != filepath.Clean(os.TempDir()); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	for _, p := range []string{r.Dir, home} {
+		filepath.Walk(p, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, tr.uid, tr.gid) })
+	}
+}
+
+func (tr *tester) command(cmd *exec.Cmd) *exec.Cmd {
+	if tr.drop {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(tr.uid), Gid: uint32(tr.gid)}}
+	}
+	return cmd
+}
+
+// run runs path with args in r as the tester, refretry pointed at the tester's git.
+func (tr *tester) run(t *testing.T, r *testutil.Repo, path string, args ...string) result {
+	t.Helper()
+	cmd := tr.command(exec.Command(path, args...))
+	cmd.Dir, cmd.Env = r.Dir, append(slices.Clip(r.Env), "REFRETRY_GIT="+tr.git)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	code := exitCode(t, cmd.Run())
+	return result{out.String(), errOut.String(), code}
+}
+
+// sameDir rewrites a result from the clone c as if it came from r: git's messages name
+// the repository's path.
+func sameDir(res result, c, r *testutil.Repo) result {
+	res.stdout = strings.ReplaceAll(res.stdout, c.Dir, r.Dir)
+	res.stderr = strings.ReplaceAll(res.stderr, c.Dir, r.Dir)
+	return res
+}
+
+// TestBreakStaleLocksBadValue: a value of REFRETRY_BREAK_STALE_LOCKS that is not a
+// boolean is a usage error, reported before git runs; "0" turns the option off even
+// when git config turns it on.
+func TestBreakStaleLocksBadValue(t *testing.T) {
+	t.Parallel()
+	r := testutil.NewRepo(t, testutil.NewGit(t), "files")
+	cmd := refretryCommand(r, "refs/heads/x", r.Commit)
+	cmd.Env = append(cmd.Env, "REFRETRY_BREAK_STALE_LOCKS=maybe")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	code := exitCode(t, cmd.Run())
+	want := "refretry: REFRETRY_BREAK_STALE_LOCKS=\"maybe\": not a boolean such as 1, true, 0 or false\n"
+	if code != 129 || out.Len() != 0 || errOut.String() != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 129 and %q", code, out.String(), errOut.String(), want)
+	}
+	if refs := r.Refs("refs/heads/x"); len(refs) != 0 {
+		t.Errorf("ref written: %v", refs)
+	}
+
+	r.Run("config", "refretry.breakStaleLocks", "true")
+	ref := "refs/heads/kept"
+	lock := r.LockPath(ref)
+	r.Hold(lock)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(lock, old, old)
+	cmd = refretryCommand(r, ref, r.Commit)
+	cmd.Env = append(cmd.Env, "REFRETRY_BREAK_STALE_LOCKS=0")
+	errOut.Reset()
+	cmd.Stderr = &errOut
+	if code := exitCode(t, cmd.Run()); code != 128 || !strings.Contains(errOut.String(), "refretry: stale lock "+lock) {
+		t.Errorf("exit %d, stderr %q; want 128 and the stale-lock report", code, errOut.String())
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Errorf("the lock was removed although REFRETRY_BREAK_STALE_LOCKS=0")
+	}
+}
