@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/refretry/refretry/internal/shim"
+)
+
+// ShimCmd manages the git shim: refretry installed under the name git, so that tools
+// that run `git update-ref` get refretry without being changed (internal/shim).
+type ShimCmd struct {
+	Install   ShimInstallCmd   `cmd:"" help:"Put a git entry pointing at refretry into DIR and print the PATH line to use; in GitHub Actions also add DIR to GITHUB_PATH."`
+	Uninstall ShimUninstallCmd `cmd:"" help:"Remove the git entry from DIR."`
+}
+
+// ShimInstallCmd is `refretry shim install`.
+type ShimInstallCmd struct {
+	Dir string `placeholder:"DIR" help:"Directory for the git entry (default: $XDG_DATA_HOME/refretry/shim or ~/.local/share/refretry/shim)."`
+}
+
+// ShimUninstallCmd is `refretry shim uninstall`.
+type ShimUninstallCmd struct {
+	Dir string `placeholder:"DIR" help:"Directory the git entry was installed in (default as for install)."`
+}
+
+// shimDir is --dir made absolute, or the default directory.
+func shimDir(dir string, e env) (string, error) {
+	if dir == "" {
+		return shim.DefaultDir(e.get)
+	}
+	return filepath.Abs(dir)
+}
+
+// selfPath is the refretry executable, with symbolic links resolved.
+func selfPath() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(p)
+}
+
+// Run installs the shim. stdout gets only the PATH line, so that
+// `eval "$(refretry shim install)"` works; the rest goes to stderr.
+func (c *ShimInstallCmd) Run(s Streams, e env) error {
+	dir, err := shimDir(c.Dir, e)
+	if err != nil {
+		return err
+	}
+	self, err := selfPath()
+	if err != nil {
+		return fmt.Errorf("shim: cannot find refretry's own executable: %w", err)
+	}
+	entry, err := shim.Install(dir, self)
+	if err != nil {
+		return fmt.Errorf("shim: %w", err)
+	}
+	fmt.Fprintf(s.Stderr, "refretry: installed %s -> %s\n", entry, self)
+	// The git that calls through the shim will reach, with the shim first on PATH.
+	path := dir + string(filepath.ListSeparator) + e.get("PATH")
+	getenv := func(k string) string {
+		if k == "PATH" {
+			return path
+		}
+		return e.get(k)
+	}
+	if found, err := shim.Find(getenv, self); err != nil {
+		fmt.Fprintf(s.Stderr, "refretry: warning: %v: set REFRETRY_GIT to the real git\n", err)
+	} else {
+		fmt.Fprintf(s.Stderr, "refretry: git calls through it reach %s\n", found.Path)
+	}
+	if e.get("GITHUB_ACTIONS") == "true" && e.get("GITHUB_PATH") != "" {
+		if err := appendLine(e.get("GITHUB_PATH"), dir); err != nil {
+			return fmt.Errorf("shim: GITHUB_PATH: %w", err)
+		}
+		fmt.Fprintf(s.Stderr, "refretry: added %s to GITHUB_PATH for the job's later steps\n", dir)
+	}
+	fmt.Fprintln(s.Stdout, pathLine(dir))
+	return nil
+}
+
+// Run removes the shim.
+func (c *ShimUninstallCmd) Run(s Streams, e env) error {
+	dir, err := shimDir(c.Dir, e)
+	if err != nil {
+		return err
+	}
+	self, err := selfPath()
+	if err != nil {
+		return fmt.Errorf("shim: cannot find refretry's own executable: %w", err)
+	}
+	removed, err := shim.Uninstall(dir, self)
+	switch {
+	case err != nil:
+		return fmt.Errorf("shim: %w", err)
+	case removed:
+		fmt.Fprintf(s.Stderr, "refretry: removed %s\n", filepath.Join(dir, shim.EntryName))
+	default:
+		fmt.Fprintf(s.Stderr, "refretry: no shim in %s\n", dir)
+	}
+	return nil
+}
+
+// pathLine is the shell line that puts dir first on PATH.
+func pathLine(dir string) string {
+	if filepath.ListSeparator == ';' {
+		return "set PATH=" + dir + ";%PATH%"
+	}
+	return "export PATH=" + shellQuote(dir) + `:"$PATH"`
+}
+
+// appendLine appends line and a newline to the file at path. The line must not
+// contain a newline: GITHUB_PATH takes one directory per line.
+func appendLine(path, line string) error {
+	if strings.ContainsAny(line, "\r\n") {
+		return errors.New("the directory name contains a line break")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// runAsGit is refretry started under the name git (the shim). It decides before
+// anything else: a call that is not `update-ref` goes to the real git through execGit
+// (in place, on Unix) without refretry parsing its own options or reading git config.
+// A call from a git that refretry runs (shim.BypassVar) always goes to the real git.
+// An update-ref call runs as `refretry update-ref` would, with git's global options
+// passed on to the real git; refretry's own settings then come from the environment
+// (REFRETRY_TIMEOUT, …) and git config, as the shim's command line is git's.
+//
+// ctx is called only for update-ref: it sets up the signal handling the retries need.
+func runAsGit(ctx func() context.Context, args []string, s Streams, environ []string, self string,
+	execGit func(path string, args, env []string) (int, error)) int {
+	e := env(environ)
+	found, err := shim.Find(e.get, self)
+	if err != nil {
+		fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)
+		return exitGitMissing
+	}
+	childEnv := setEnv(environ, shim.HandoffVar, found.Handoff)
+	call, ok := shim.Parse(args)
+	if !ok || !call.UpdateRef() || e.get(shim.BypassVar) != "" {
+		code, err := execGit(found.Path, args, childEnv)
+		if err != nil {
+			fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)
+		}
+		return code
+	}
+	if call.HasGitDir {
+		// git sets GIT_DIR from --git-dir before anything reads it; refretry's own
+		// look at the repository (where its lock is) must see the same one.
+		childEnv = setEnv(childEnv, "GIT_DIR", call.GitDir)
+	}
+	childEnv = setEnv(childEnv, shim.BypassVar, "1")
+	cmd := &UpdateRefCmd{Args: call.Args, GitArgs: call.Options}
+	g := &Globals{Dirs: call.Dirs, Git: found.Path}
+	return exitCodeOf(s.Stderr, cmd.Run(ctx(), g, s, env(childEnv)))
+}
+
+// setEnv returns a copy of environ with key set to value, replacing every earlier
+// entry for it: a process reading its environment takes the first.
+func setEnv(environ []string, key, value string) []string {
+	out := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
