@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/refretry/refretry/internal/shim"
 )
 
 // Exit codes of refretry's own failures; git's codes pass through unchanged.
@@ -27,6 +29,10 @@ type Globals struct {
 	InitialDelay string   `placeholder:"DURATION" help:"Delay before the first retry, before jitter (env REFRETRY_INITIAL_DELAY, config refretry.initialDelay; default ${initial})."`
 	MaxDelay     string   `placeholder:"DURATION" help:"Cap on the delay between attempts (env REFRETRY_MAX_DELAY, config refretry.maxDelay; default ${maxdelay})."`
 	StaleAfter   string   `placeholder:"DURATION" help:"A lock older than this is stale: stop at once instead of waiting (env REFRETRY_STALE_AFTER, config refretry.staleAfter; default ${stale})."`
+	// --break-stale-locks (breaklock.go in transaction/).
+	BreakStaleLocks bool `help:"Remove a lock whose holder is proven dead, or older than --stale-after with no live holder on record, then retry (env REFRETRY_BREAK_STALE_LOCKS=1, config refretry.breakStaleLocks)."`
+	// --coalesce (transaction/group.go, docs/coalescing.md).
+	Coalesce bool `help:"Let concurrent single-ref updates of one repository be committed together by one git (env REFRETRY_COALESCE=1, config refretry.coalesce; see docs/coalescing.md)."`
 	// Logging (logging.go, docs/logging.md).
 	LogFormat string `placeholder:"FORMAT" help:"Log format on stderr: auto, text, json, github or gitlab (env REFRETRY_LOG_FORMAT, config refretry.logFormat; default auto: github or gitlab when detected, else refretry's plain lines)."`
 	LogFile   string `placeholder:"PATH" help:"Also append JSON lines to PATH (env REFRETRY_LOG_FILE, config refretry.logFile)."`
@@ -42,6 +48,8 @@ type CLI struct {
 	UpdateRef UpdateRefCmd `cmd:"" name:"update-ref" default:"1" help:"Run git update-ref with these arguments, retrying lock contention (the default command)."`
 	Version   VersionCmd   `cmd:"" help:"Print refretry's version."`
 	Push      PushCmd      `cmd:"" help:"Run git push (atomic unless --no-atomic; --rebase to rebase onto a moved branch) with these arguments, retrying remote lock contention and transport failures."`
+	// The git shim (shim_cmd.go, internal/shim).
+	Shim ShimCmd `cmd:"" help:"Install or remove the git shim: refretry under the name git, so that unchanged tools get it for git update-ref."`
 }
 
 // env is the caller's environment, as given to run.
@@ -70,11 +78,23 @@ func (e *usageError) Error() string { return e.msg }
 
 // run is refretry without the process around it: main and the tests call it.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+	// The git shim, if it is on PATH, hands refretry's own git calls straight to the
+	// real git (shim_cmd.go).
+	environ = setEnv(environ, shim.BypassVar, "1")
 	own, cmdWord, rest := splitArgs(args)
 	if len(own) == 0 && cmdWord == "" {
 		// Nothing for kong to parse: every argument is update-ref's. Skipping the
 		// parser keeps refretry's start-up cost off every plain call.
 		return exitCodeOf(stderr, (&UpdateRefCmd{Args: rest}).Run(ctx, &Globals{}, Streams{stdin, stdout, stderr}, env(environ)))
+	}
+	if cmdWord == "" || cmdWord == "update-ref" {
+		// kong builds its model by reflection on every start, about 1.5 ms of CPU: for
+		// an update with refretry options in the well-formed shapes splitArgs already
+		// isolated, fill the same Globals directly (TestQuickGlobalsMatchKong holds the
+		// two to the same result). --help and anything odd still go to kong.
+		if g, ok := quickGlobals(own); ok {
+			return exitCodeOf(stderr, (&UpdateRefCmd{Args: rest}).Run(ctx, g, Streams{stdin, stdout, stderr}, env(environ)))
+		}
 	}
 	var cli CLI
 	exitCode := -1
@@ -84,7 +104,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			"Usage: refretry [options] <git update-ref arguments>\n"+
 			"       refretry [options] update-ref <git update-ref arguments>\n"+
 			"       refretry [options] push [--no-atomic] [--rebase] <git push arguments>\n"+
-			"       refretry version"),
+			"       refretry version\n"+
+			"       refretry shim install|uninstall [--dir DIR]"),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exitCode = code }),
 		// -h is git update-ref's (its usage, exit 129); refretry's help is --help only.
@@ -105,6 +126,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	kargs := own
 	if cmdWord != "" {
 		kargs = append(kargs, cmdWord)
+	}
+	if cmdWord == "shim" { // its arguments are kong's
+		kargs, rest = append(kargs, rest...), nil
 	}
 	kctx, err := parser.Parse(kargs)
 	if exitCode >= 0 { // --help
@@ -157,6 +181,64 @@ var ownOptions = map[string]bool{
 	"--log-format": true, "--log-file": true,
 }
 
+// quickGlobals fills Globals from own (as splitArgs returns it) without kong, when
+// every option is one of refretry's in a form kong would read the same way. ok is false
+// for --help, a missing value, or anything else kong should judge.
+func quickGlobals(own []string) (g *Globals, ok bool) {
+	g = &Globals{}
+	for i := 0; i < len(own); i++ {
+		name, value, hasValue := strings.Cut(own[i], "=")
+		switch name {
+		case "--break-stale-locks", "--coalesce":
+			if hasValue {
+				return nil, false
+			}
+			if name == "--coalesce" {
+				g.Coalesce = true
+			} else {
+				g.BreakStaleLocks = true
+			}
+			continue
+		case "-C":
+			hasValue = false // -C takes the next argument, whatever it looks like
+			name = own[i]
+		}
+		if !ownOptions[name] {
+			return nil, false
+		}
+		if !hasValue {
+			if i+1 >= len(own) || strings.HasPrefix(own[i+1], "-") && own[i+1] != "-" {
+				return nil, false // kong decides what a value that looks like an option is
+			}
+			i++
+			value = own[i]
+		}
+		switch name {
+		case "-C", "--directory":
+			g.Dirs = append(g.Dirs, value)
+		case "--git":
+			g.Git = value
+		case "--timeout":
+			g.Timeout = value
+		case "--max-attempts":
+			g.MaxAttempts = value
+		case "--initial-delay":
+			g.InitialDelay = value
+		case "--max-delay":
+			g.MaxDelay = value
+		case "--stale-after":
+			g.StaleAfter = value
+		case "--log-format":
+			g.LogFormat = value
+		case "--log-file":
+			g.LogFile = value
+		default:
+			return nil, false
+		}
+	}
+	return g, true
+}
+
 // splitArgs separates refretry's own options (which come first), the optional command
 // word, and the update-ref arguments (everything from the first other argument on).
 func splitArgs(args []string) (own []string, cmdWord string, rest []string) {
@@ -165,7 +247,7 @@ func splitArgs(args []string) (own []string, cmdWord string, rest []string) {
 		a := args[i]
 		name, _, hasValue := strings.Cut(a, "=")
 		switch {
-		case a == "--help":
+		case a == "--help", a == "--break-stale-locks", a == "--coalesce":
 			own = append(own, a)
 			i++
 			continue
@@ -188,7 +270,7 @@ func splitArgs(args []string) (own []string, cmdWord string, rest []string) {
 		}
 		break
 	}
-	if i < len(args) && (args[i] == "update-ref" || args[i] == "version" || args[i] == "push") {
+	if i < len(args) && (args[i] == "update-ref" || args[i] == "version" || args[i] == "push" || args[i] == "shim") {
 		cmdWord = args[i]
 		i++
 	}

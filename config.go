@@ -66,6 +66,19 @@ func settingsTable(g *Globals) []setting {
 			dur(func(s *transaction.Settings, d time.Duration) { s.Policy.MaxDelay = d })},
 		{"--stale-after", g.StaleAfter, "REFRETRY_STALE_AFTER", "refretry.staleafter",
 			dur(func(s *transaction.Settings, d time.Duration) { s.StaleAfter = d })},
+		// --break-stale-locks (transaction/breaklock.go): git's boolean spellings.
+		{"--break-stale-locks", map[bool]string{true: "true"}[g.BreakStaleLocks], "REFRETRY_BREAK_STALE_LOCKS", "refretry.breakstalelocks",
+			func(s *transaction.Settings, v string) error {
+				switch strings.ToLower(v) {
+				case "1", "true", "yes", "on":
+					s.BreakStaleLocks = true
+				case "0", "false", "no", "off":
+					s.BreakStaleLocks = false
+				default:
+					return fmt.Errorf("not a boolean such as 1, true, 0 or false")
+				}
+				return nil
+			}},
 	}
 }
 
@@ -144,4 +157,46 @@ func readConfig(ctx context.Context, g *Globals, e env, git string) map[string]s
 		}
 	}
 	return cfg
+}
+
+// --coalesce (transaction/group.go, docs/coalescing.md) ---------------------------------
+
+// coalescing applies --coalesce > REFRETRY_COALESCE > git config refretry.coalesce. The
+// flag and the environment are known at once, and an explicit "0" there keeps git config
+// unread. git config is read only if the transaction asks (Lookup), which it does only
+// when the repository's line is occupied, that is when the invocation would wait anyway:
+// an uncontended update starts no extra git.
+func coalescing(ctx context.Context, g *Globals, e env, git string) (transaction.Coalescing, error) {
+	if g.Coalesce {
+		return transaction.Coalescing{On: true}, nil
+	}
+	if v := e.get("REFRETRY_COALESCE"); v != "" {
+		on, ok := gitBool(v)
+		if !ok {
+			return transaction.Coalescing{}, &usageError{fmt.Sprintf("REFRETRY_COALESCE=%q: not a boolean such as 1, true, 0 or false", v)}
+		}
+		return transaction.Coalescing{On: on}, nil
+	}
+	return transaction.Coalescing{Lookup: func() bool {
+		v, set := readConfig(ctx, g, e, git)["refretry.coalesce"]
+		if !set {
+			return false
+		}
+		if v == "" {
+			return true // a bare "coalesce" line in a config file means true
+		}
+		on, _ := gitBool(v)
+		return on
+	}}, nil
+}
+
+// gitBool reads git's spellings of a boolean.
+func gitBool(v string) (on, ok bool) {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, true
+	case "0", "false", "no", "off":
+		return false, true
+	}
+	return false, false
 }

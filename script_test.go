@@ -18,7 +18,6 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
-
 // TestScript runs the end-to-end scripts in testdata/script against real git: 2.55
 // with each ref backend and the system git 2.39 with files. A fake git first on PATH
 // (internal/fakegit) replays failures captured from the same git version and backend

@@ -16,6 +16,9 @@ import (
 type UpdateRefCmd struct {
 	// Args are update-ref's arguments, verbatim; run fills them in, kong never sees them.
 	Args []string `kong:"-"`
+	// GitArgs are git's global options other than -C (the shim's `git -c k=v
+	// --git-dir=… update-ref`), passed on before update-ref; see shim_cmd.go.
+	GitArgs []string `kong:"-"`
 }
 
 // Run runs the update, retrying lock contention.
@@ -30,6 +33,10 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 	if git == "" {
 		git = "git"
 	}
+	co, err := coalescing(ctx, g, e, git) // config.go, --coalesce
+	if err != nil {
+		return err
+	}
 	args := transaction.ParseArgs(c.Args)
 	lg, ls, err := startLog(ctx, g, e, git, s, args) // logging.go
 	if err != nil {
@@ -42,6 +49,9 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 			return resolveSettings(ctx, g, e, git)
 		},
 		OnAttempt: lg.attempt,
+		Coalesce:  co, // --coalesce
+		// The shim's git global options (shim_cmd.go).
+		GlobalArgs: c.GitArgs,
 	}
 	code, err := r.Run(ctx, args)
 	lg.finish(code, err) // prints report's line, and the summary when logging

@@ -38,4 +38,24 @@ bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 CGO_ENABLED=0 go build -o "$bin/refretry" .
 go run ./bench -git "$REFRETRY_TEST_GIT" -refretry "$bin/refretry" -quick >/dev/null
+
+# Reliability suite (docs/reliability.md): the other parsers' fuzz targets, bounded,
+# and a short model-checked soak (make soak runs the long one).
+echo "== fuzz the parsers (bounded)"
+for target in FuzzParseArgs FuzzClassify; do
+	go test -run '^$' -fuzz "^$target\$" -fuzztime 10s ./transaction
+done
+for target in FuzzWorkflowEscape FuzzParseFormat; do
+	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./ci
+done
+echo "== model-checked soak (short)"
+go run ./internal/soak -seconds 150 -git "$REFRETRY_TEST_GIT" -old-git "$(command -v git)" -refretry "$bin/refretry"
+
+echo "== actionlint: the example workflows (pinned; the module proxy serves it)"
+go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 examples/github/*.yml
+echo "== cross-compile refretry for the other platforms GitHub's runners have"
+for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+	GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go build -o /dev/null . ||
+		{ echo "cross-compiling for $target failed"; exit 1; }
+done
 echo "== all checks passed"

@@ -20,6 +20,8 @@ import (
 type Settings struct {
 	Policy     retry.Policy
 	StaleAfter time.Duration
+	// BreakStaleLocks: remove a lock found stale, then retry (breaklock.go).
+	BreakStaleLocks bool
 }
 
 // Runner runs one `git update-ref` invocation, retrying lock contention.
@@ -27,7 +29,17 @@ type Runner struct {
 	Git  string   // git executable: a path, or a name looked up in PATH
 	Dirs []string // -C directories, in order
 	Env  []string // the caller's whole environment
+	// GlobalArgs are more of git's global options (`-c k=v`, `--git-dir=…`), given to
+	// every git the Runner starts, after the -C directories. The in-process lookup of
+	// the repository reads only Dirs and Env, so a caller that passes --git-dir here
+	// sets GIT_DIR in Env to the same value, as git itself does. Coalescing is off
+	// when GlobalArgs is set: a group commit could not honour each caller's options.
+	GlobalArgs []string
 
+	// Stdin is the caller's input. With --stdin it is read by a goroutine as fast as it
+	// comes, independently of git; if git fails before the input ends, Run returns and
+	// that goroutine stays blocked in Read until the input ends or fails. Close the
+	// reader (an *os.File or a pipe) after Run to release it.
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
@@ -46,6 +58,17 @@ type Runner struct {
 	SpoolMemory int
 	SpoolDir    string
 
+	// Coalesce lets single-ref invocations join group commits (group.go).
+	Coalesce Coalescing
+
+	// BreakStaleLocks removes a lock whose holder is proven dead, or which is older
+	// than the stale-after limit with no live holder on record, and retries
+	// (breaklock.go); Settings.BreakStaleLocks asks for the same. OnBreakLock, if set,
+	// is told of each removal; if nil, a "refretry: removed stale lock …" line goes to
+	// Stderr.
+	BreakStaleLocks bool
+	OnBreakLock     func(BrokenLock)
+
 	start        time.Time
 	settingsOnce sync.Once
 	settings     Settings
@@ -55,6 +78,7 @@ type Runner struct {
 	lineDir      string   // where attempts queue (see enterLine); "" when they do not
 	lineLock     string   // the lock the line is for, when a failure named it
 	lockStale    bool     // the head of the line found the lock stale
+	lineHeld     string   // group.go: the line this process already holds, if any
 }
 
 // ErrGitNotFound is matched (errors.Is) by the error Run returns when git cannot be
@@ -83,11 +107,20 @@ func (r *Runner) Run(ctx context.Context, args Args) (int, error) {
 	case args.Stdin:
 		return r.session(ctx, args)
 	default:
+		if len(r.GlobalArgs) > 0 { // GlobalArgs: no group commit
+			return r.single(ctx, args)
+		}
+		if ok, code, err := r.coalesced(ctx, args); ok { // group.go
+			return code, err
+		}
 		return r.single(ctx, args)
 	}
 }
 
 func (r *Runner) command(ctx context.Context, args ...string) *exec.Cmd {
+	if len(r.GlobalArgs) > 0 { // GlobalArgs
+		args = append(append(make([]string, 0, len(r.GlobalArgs)+len(args)), r.GlobalArgs...), args...)
+	}
 	return gitexec.Command(ctx, r.Git, r.Dirs, r.Env, args...)
 }
 
@@ -158,6 +191,10 @@ func (r *Runner) enterLine(ctx context.Context, attempt int, ready bool) (leave 
 		r.lineDir = r.reftableDir()
 	}
 	if r.lineDir == "" || !ready {
+		return func() {}
+	}
+	if r.lineHeld == r.lineDir { // group.go: already at the head of this line
+		r.lockStale = r.heldLockStale()
 		return func() {}
 	}
 	leave, _ = waitInLine(ctx, r.lineDir, r.remaining)
@@ -252,12 +289,16 @@ func (r *Runner) outcome(ctx context.Context, cmd *exec.Cmd, runErr error, stder
 // holder is known to be gone, so that no time is spent waiting for it.
 func (r *Runner) checkStale(ctx context.Context, e *Error) {
 	var l *LockedError
-	if e == nil || e.Class != ClassLockContention || !errors.As(e, &l) {
+	if e == nil || e.Class != ClassLockContention && e.Class != ClassStaleLock || !errors.As(e, &l) {
 		return
 	}
 	s, err := r.loadSettings()
 	if err != nil {
 		return // reported by the retry loop
+	}
+	if e.Class == ClassStaleLock { // git itself said so
+		r.breakStale(e, l, s) // breaklock.go: only when asked to
+		return
 	}
 	if l.Lock == "" {
 		l.Lock = r.reftableLock(ctx)
@@ -265,6 +306,7 @@ func (r *Runner) checkStale(ctx context.Context, e *Error) {
 	inspectLock(l, s.StaleAfter, time.Now())
 	if l.Stale {
 		e.Class = ClassStaleLock
+		r.breakStale(e, l, s) // breaklock.go: only when asked to
 		return
 	}
 	if l.Lock != "" {
