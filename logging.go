@@ -144,26 +144,42 @@ func (l *runLog) decide() {
 	if stderrFormat == "" && file == "" {
 		return
 	}
+	l.op, l.logFile = openOperation(l.s.Stderr, stderrFormat, file, l.e.get)
+	if l.op == nil {
+		return
+	}
+	l.stderr.set(l.op.Relay())
+	l.startVersion()
+}
+
+// openOperation starts an operation's log with records in format on stderr ("" for
+// none) and JSON lines appended to file ("" for none). It returns a nil operation
+// when there is nowhere to write; a log file it cannot open, or any other failure, is
+// reported on stderr and leaves the rest working. The caller closes the file.
+func openOperation(stderr io.Writer, format ci.Format, file string, getenv func(string) string) (*ci.Operation, *os.File) {
+	var f *os.File
 	var logFile io.Writer
 	if file != "" {
-		f, err := ci.OpenLogFile(file)
-		if err != nil {
-			fmt.Fprintf(l.s.Stderr, "refretry: %v\n", err)
+		var err error
+		if f, err = ci.OpenLogFile(file); err != nil {
+			fmt.Fprintf(stderr, "refretry: %v\n", err)
+			f = nil
 		} else {
-			l.logFile, logFile = f, f
+			logFile = f
 		}
 	}
-	if stderrFormat == "" && logFile == nil {
-		return
+	if format == "" && logFile == nil {
+		return nil, nil
 	}
-	op, err := ci.New(ci.Config{Format: stderrFormat, Stderr: l.s.Stderr, LogFile: logFile, Getenv: l.e.get})
+	op, err := ci.New(ci.Config{Format: format, Stderr: stderr, LogFile: logFile, Getenv: getenv})
 	if err != nil {
-		fmt.Fprintf(l.s.Stderr, "refretry: %v\n", err)
-		return
+		fmt.Fprintf(stderr, "refretry: %v\n", err)
+		if f != nil {
+			f.Close()
+		}
+		return nil, nil
 	}
-	l.op = op
-	l.stderr.set(op.Relay())
-	l.startVersion()
+	return op, f
 }
 
 // legacy reports whether refretry's own plain lines go to stderr: in plain mode, and

@@ -167,25 +167,10 @@ func (l *pushLog) decide() {
 	if stderrFormat == ci.Text && format != ci.Text {
 		stderrFormat = "" // auto chose text: refretry's plain lines
 	}
-	var logFile io.Writer
-	if file != "" {
-		f, err := ci.OpenLogFile(file)
-		if err != nil {
-			fmt.Fprintf(l.s.Stderr, "refretry: %v\n", err)
-		} else {
-			l.logFile, logFile = f, f
-		}
+	l.op, l.logFile = openOperation(l.s.Stderr, stderrFormat, file, l.e.get) // logging.go
+	if l.op != nil {
+		l.stderr.set(l.op.Relay())
 	}
-	if stderrFormat == "" && logFile == nil {
-		return
-	}
-	op, err := ci.New(ci.Config{Format: stderrFormat, Stderr: l.s.Stderr, LogFile: logFile, Getenv: l.e.get})
-	if err != nil {
-		fmt.Fprintf(l.s.Stderr, "refretry: %v\n", err)
-		return
-	}
-	l.op = op
-	l.stderr.set(op.Relay())
 }
 
 func (l *pushLog) legacy() bool { return l.op == nil || l.op.Format() == "" }

@@ -159,7 +159,8 @@ func TestPushGitMissing(t *testing.T) {
 	t.Parallel()
 	r := testutil.NewRepo(t, testutil.NewGit(t), "files")
 	got := pushRun(t, r, nil, "refretry", "--git", "/nonexistent/git", "push", "origin", "main")
-	if got.code != 127 || !strings.Contains(got.stderr, "refretry: cannot run git (/nonexistent/git)") {
+	want := "refretry: cannot run git (/nonexistent/git): fork/exec /nonexistent/git: no such file or directory\n"
+	if got.code != 127 || got.stderr != want {
 		t.Errorf("exit %d\n%s", got.code, got.stderr)
 	}
 }

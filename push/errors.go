@@ -106,8 +106,16 @@ type TransportError struct {
 
 func (e *TransportError) Error() string { return e.Message }
 
-// ErrGitNotFound is wrapped by the error returned when git cannot be started.
+// ErrGitNotFound is matched (errors.Is) by the error returned when git cannot be
+// started: a *StartError.
 var ErrGitNotFound = errors.New("git could not be started")
+
+// StartError is why git could not be started; Unwrap gives the system's reason.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string        { return "git could not be started: " + e.Err.Error() }
+func (e *StartError) Unwrap() error        { return e.Err }
+func (e *StartError) Is(target error) bool { return target == ErrGitNotFound }
 
 func short(oid string) string {
 	if len(oid) > 12 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os/exec"
 
@@ -60,8 +59,8 @@ type attempt struct {
 // from the final attempt reaches the Runner's writers: the porcelain on Stdout when the
 // caller asked for it, else rendered as git's human table on Stderr. It returns the
 // exit code to exit with and an error describing the failure: a *Error, a
-// *RebaseError, a *retry.ExhaustedError or *retry.ResolveError wrapping a *Error, or an
-// error wrapping ErrGitNotFound.
+// *RebaseError, a *retry.ExhaustedError or *retry.ResolveError wrapping a *Error, or
+// a *StartError (matching ErrGitNotFound).
 func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 	args := ParseArgs(rawArgs)
 	env := p.withStallFloor(ctx, p.Env, args.Remote)
@@ -180,7 +179,7 @@ func (p *Runner) attempt(ctx context.Context, env []string, args Args) (attempt,
 	runErr := cmd.Run()
 	code, ran := gitexec.ExitCode(cmd.ProcessState)
 	if !ran {
-		return attempt{code: 128}, fmt.Errorf("%w: %w", ErrGitNotFound, runErr)
+		return attempt{code: 128}, &StartError{Err: runErr}
 	}
 	return attempt{code: code, stdout: out.Bytes(), stderr: errOut.Bytes()}, nil
 }
