@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh: the main job on a built-in default. Provides git 2.55, builds refretry, and
 # races N (default 300) concurrent writers of distinct refs into a throwaway reftable
-# repository, first with plain git update-ref, then with refretry, and prints a table.
+# repository, first with plain git update-ref, then with refretry, then with refretry's
+# group commit (--coalesce), and prints a table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-300}
@@ -34,5 +35,6 @@ echo "| tool                       | refs written | wall time |"
 echo "|----------------------------|--------------|-----------|"
 race "git update-ref" "$git" update-ref
 race "refretry" "$tmp/bin/refretry"
+race "refretry --coalesce" "$tmp/bin/refretry" --coalesce
 echo
 echo "plain git failures: $(sed "s|'refs/[^']*'|'<ref>'|" "$tmp/git update-ref.err" 2>/dev/null | sort | uniq -c | sort -rn | head -1 | sed 's/^ *//')"
