@@ -48,6 +48,10 @@ done
 for target in FuzzWorkflowEscape FuzzParseFormat; do
 	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./ci
 done
+for target in FuzzParsePorcelain FuzzClassify; do
+	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./push
+done
+go test -run '^$' -fuzz '^FuzzShimParse$' -fuzztime 5s ./internal/shim
 echo "== model-checked soak (short)"
 go run ./internal/soak -seconds 150 -git "$REFRETRY_TEST_GIT" -old-git "$(command -v git)" -refretry "$bin/refretry"
 
