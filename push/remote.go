@@ -1,28 +1,9 @@
 package push
 
 import (
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
-)
 
-// Advice lines the server's lockfile.c prints after "Unable to create …: File exists.".
-const (
-	adviceAnother = "Another git process seems to be running in this repository, or the lock file may be stale"
-	// git 2.39 and earlier printed these five lines instead.
-	adviceOld1 = "Another git process seems to be running in this repository, e.g."
-	adviceOld2 = "an editor opened by 'git commit'. Please make sure all processes"
-	adviceOld3 = "are terminated then try again. If it still fails, a git process"
-	adviceOld4 = "may have crashed in this repository earlier:"
-	adviceOld5 = "remove the file manually to continue."
-)
-
-var (
-	reExists    = lazyRegexp(`^Unable to create '(.+\.lock)': File exists\.$`)
-	reMayBeHeld = lazyRegexp(`^Lock may be held by process (\d+); if no git process is running, the lock file may be stale \(PIDs can be reused\)$`)
-	reCAS       = lazyRegexp(`^is at ([0-9a-f]+) but expected ([0-9a-f]+)$`)
-	reWasHeld   = lazyRegexp(`^Lock was held by process (\d+), which is no longer running; the lock file appears to be stale$`)
+	"github.com/refretry/refretry/internal/gitmsg"
 )
 
 // remoteLines returns the server's messages: the text after "remote: " on each
@@ -68,30 +49,24 @@ func remoteEvidence(stderr []byte) evidence {
 			ev.locks = append(ev.locks, &LockedError{})
 			continue
 		}
-		var ref string
-		if rest, ok := strings.CutPrefix(msg, "cannot lock ref '"); ok {
-			j := strings.Index(rest, "': ")
-			if j < 0 {
-				continue
-			}
-			ref, msg = rest[:j], rest[j+3:]
-		}
-		if m := reCAS().FindStringSubmatch(msg); m != nil && ref != "" {
+		msg, ref := gitmsg.StripCannotLockRef(msg)
+		if m := gitmsg.CAS().FindStringSubmatch(msg); m != nil && ref != "" {
 			if ev.moved == nil {
 				ev.moved = map[string]*MovedError{}
 			}
 			ev.moved[ref] = &MovedError{Ref: ref, Actual: m[1], Expected: m[2]}
 			continue
 		}
-		m := reExists().FindStringSubmatch(msg)
+		m := gitmsg.Exists().FindStringSubmatch(msg)
 		if m == nil {
 			continue
 		}
 		l := &LockedError{Ref: ref, Lock: m[1]}
-		switch kind, pid := readAdvice(lines[i+1:]); kind {
-		case adviceLive:
+		// More remote: lines may follow the advice (other refs, the hook's output).
+		switch kind, pid, _ := gitmsg.ReadAdvice(lines[i+1:]); kind {
+		case gitmsg.AdviceLive:
 			l.PID = pid
-		case adviceDead:
+		case gitmsg.AdviceDead:
 			l.PID, l.Stale = pid, true
 		default:
 			continue
@@ -99,42 +74,4 @@ func remoteEvidence(stderr []byte) evidence {
 		ev.locks = append(ev.locks, l)
 	}
 	return ev
-}
-
-type adviceKind int
-
-const (
-	adviceNone adviceKind = iota
-	adviceLive            // the holder may be running
-	adviceDead            // the server proved the holder gone
-)
-
-// readAdvice reads the advice that follows a lock message: a blank line, then one of
-// the known texts.
-func readAdvice(lines []string) (adviceKind, int) {
-	if len(lines) < 2 || lines[0] != "" {
-		return adviceNone, 0
-	}
-	body := lines[1:]
-	switch {
-	case body[0] == adviceAnother:
-		return adviceLive, 0
-	case len(body) >= 5 && body[0] == adviceOld1 && body[1] == adviceOld2 &&
-		body[2] == adviceOld3 && body[3] == adviceOld4 && body[4] == adviceOld5:
-		return adviceLive, 0
-	}
-	if m := reMayBeHeld().FindStringSubmatch(body[0]); m != nil {
-		pid, _ := strconv.Atoi(m[1])
-		return adviceLive, pid
-	}
-	if m := reWasHeld().FindStringSubmatch(body[0]); m != nil {
-		pid, _ := strconv.Atoi(m[1])
-		return adviceDead, pid
-	}
-	return adviceNone, 0
-}
-
-// lazyRegexp compiles expr on first use, so that a push that succeeds pays nothing.
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -1,32 +1,18 @@
 package transaction
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-)
 
-// Advice lines lockfile.c prints after "Unable to create '…': File exists.".
-const (
-	adviceAnother = "Another git process seems to be running in this repository, or the lock file may be stale"
-	// git before the short advice (2.39 and earlier) printed these five lines.
-	adviceOld1 = "Another git process seems to be running in this repository, e.g."
-	adviceOld2 = "an editor opened by 'git commit'. Please make sure all processes"
-	adviceOld3 = "are terminated then try again. If it still fails, a git process"
-	adviceOld4 = "may have crashed in this repository earlier:"
-	adviceOld5 = "remove the file manually to continue."
+	"github.com/refretry/refretry/internal/gitmsg"
 )
 
 // The patterns are compiled on first use: the classifier runs only after a failure, and
-// a refretry whose first attempt succeeds should not pay for them at start-up.
+// a refretry whose first attempt succeeds should not pay for them at start-up. The
+// lock messages both classifiers read are in internal/gitmsg.
 var (
-	reMayBeHeld  = lazyRegexp(`^Lock may be held by process (\d+); if no git process is running, the lock file may be stale \(PIDs can be reused\)$`)
-	reWasHeld    = lazyRegexp(`^Lock was held by process (\d+), which is no longer running; the lock file appears to be stale$`)
-	reExists     = lazyRegexp(`^Unable to create '(.+\.lock)': File exists\.$`)
-	reCAS        = lazyRegexp(`^is at ([0-9a-f]+) but expected ([0-9a-f]+)$`)
-	rePackedNew  = lazyRegexp(`^unable to create file (.+/packed-refs\.new): File exists$`)
-	reDFExisting = lazyRegexp(`^'([^']+)' exists; cannot create '([^']+)'$`)
+	rePackedNew  = gitmsg.LazyRegexp(`^unable to create file (.+/packed-refs\.new): File exists$`)
+	reDFExisting = gitmsg.LazyRegexp(`^'([^']+)' exists; cannot create '([^']+)'$`)
 )
 
 // conflictInner lists the inner messages (after any "cannot lock ref '<ref>': ") that
@@ -90,7 +76,7 @@ func Classify(exitCode int, stderr []byte) *Error {
 	first, ref := stripPrefixes(lines[head])
 	rest := lines[head+1:]
 	e.Message = strings.Join(append([]string{first}, rest...), "\n")
-	inner, lockRef := stripCannotLockRef(first)
+	inner, lockRef := gitmsg.StripCannotLockRef(first)
 	if lockRef != "" {
 		ref = lockRef
 	}
@@ -109,16 +95,21 @@ func classifyInner(e *Error, inner, ref string, advice []string, exitCode int) {
 		e.Cause = &LockedError{Ref: ref}
 		return
 	}
-	if m := reExists().FindStringSubmatch(inner); m != nil {
+	if m := gitmsg.Exists().FindStringSubmatch(inner); m != nil {
 		l := &LockedError{Lock: m[1], Ref: ref}
 		e.Cause = l
-		switch kind, pid := readAdvice(advice); kind {
-		case adviceLive:
+		// The advice must be the whole rest of the message.
+		kind, pid, used := gitmsg.ReadAdvice(advice)
+		if used != len(advice) {
+			kind = gitmsg.AdviceNone
+		}
+		switch kind {
+		case gitmsg.AdviceLive:
 			l.PID = pid
 			if lockExit {
 				e.Class = ClassLockContention
 			}
-		case adviceDead:
+		case gitmsg.AdviceDead:
 			l.PID, l.Stale = pid, true
 			l.StaleReason = "git reports that its holder, process " + strconv.Itoa(pid) + ", is no longer running"
 			e.Class = ClassStaleLock
@@ -131,7 +122,7 @@ func classifyInner(e *Error, inner, ref string, advice []string, exitCode int) {
 			StaleReason: "a packed-refs.new left behind by an interrupted git blocks every packed-refs rewrite"}
 		return
 	}
-	if m := reCAS().FindStringSubmatch(inner); m != nil {
+	if m := gitmsg.CAS().FindStringSubmatch(inner); m != nil {
 		e.Class = ClassConflict
 		e.Cause = &StaleValueError{Ref: ref, Actual: m[1], Expected: m[2]}
 		return
@@ -162,40 +153,6 @@ func classifyInner(e *Error, inner, ref string, advice []string, exitCode int) {
 	}
 }
 
-type adviceKind int
-
-const (
-	adviceNone adviceKind = iota
-	adviceLive            // the holder may be running
-	adviceDead            // git proved the holder gone
-)
-
-// readAdvice reads the advice that must follow "Unable to create …: File exists.": a
-// blank line, then exactly one of the known advice texts, and nothing else.
-func readAdvice(lines []string) (adviceKind, int) {
-	if len(lines) < 2 || lines[0] != "" {
-		return adviceNone, 0
-	}
-	body := lines[1:]
-	switch {
-	case len(body) == 1 && body[0] == adviceAnother:
-		return adviceLive, 0
-	case len(body) == 5 && body[0] == adviceOld1 && body[1] == adviceOld2 &&
-		body[2] == adviceOld3 && body[3] == adviceOld4 && body[4] == adviceOld5:
-		return adviceLive, 0
-	case len(body) == 1:
-		if m := reMayBeHeld().FindStringSubmatch(body[0]); m != nil {
-			pid, _ := strconv.Atoi(m[1])
-			return adviceLive, pid
-		}
-		if m := reWasHeld().FindStringSubmatch(body[0]); m != nil {
-			pid, _ := strconv.Atoi(m[1])
-			return adviceDead, pid
-		}
-	}
-	return adviceNone, 0
-}
-
 // stripPrefixes removes the entry-point prefix from a message's first line and returns
 // the ref it names, if any.
 func stripPrefixes(line string) (string, string) {
@@ -219,22 +176,4 @@ func stripPrefixes(line string) (string, string) {
 		}
 	}
 	return line, ref
-}
-
-// stripCannotLockRef removes one "cannot lock ref '<ref>': " wrapper.
-func stripCannotLockRef(line string) (string, string) {
-	rest, ok := strings.CutPrefix(line, "cannot lock ref '")
-	if !ok {
-		return line, ""
-	}
-	i := strings.Index(rest, "': ")
-	if i < 0 {
-		return line, ""
-	}
-	return rest[i+3:], rest[:i]
-}
-
-// lazyRegexp returns a function that compiles expr once, when first called.
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
