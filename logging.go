@@ -192,7 +192,7 @@ func (l *runLog) attempt(a retry.Attempt) {
 	l.lastErr = a.Err
 	l.decide()
 	if l.legacy() {
-		reportAttempt(l.s.Stderr, a)
+		reportAttempt(l.s.Stderr, a, cause)
 	}
 	if l.op != nil {
 		l.logError(l.op.Attempt(l.ctx, attemptRecord(l.count, a)))

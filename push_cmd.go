@@ -181,7 +181,7 @@ func (l *pushLog) attempt(a retry.Attempt) {
 	l.lastErr = a.Err
 	l.decide()
 	if l.legacy() {
-		reportPushAttempt(l.s.Stderr, a)
+		reportAttempt(l.s.Stderr, a, pushCause)
 	}
 	if l.op != nil {
 		l.logError(l.op.Attempt(l.ctx, pushAttemptRecord(a)))
@@ -278,7 +278,10 @@ func pushSummary(count, code int, elapsed time.Duration, git string, err error) 
 	switch {
 	case errors.Is(err, push.ErrGitNotFound):
 		s.Result, s.ExitCode = ci.ResultError, exitGitMissing
-		s.Advice = fmt.Sprintf("cannot run git (%s): %v", git, errors.Unwrap(err))
+		var se *push.StartError
+		if errors.As(err, &se) {
+			s.Advice = fmt.Sprintf("cannot run git (%s): %v", git, se.Err)
+		}
 	case errors.As(err, &rs):
 		s.Result, s.Advice = ci.ResultError, "not retried: "+rs.Err.Error()
 	case errors.As(err, &ex):
@@ -295,30 +298,16 @@ func pushSummary(count, code int, elapsed time.Duration, git string, err error) 
 	return s
 }
 
-// reportPushAttempt prints one line per retry.
-func reportPushAttempt(w io.Writer, a retry.Attempt) {
-	if a.Final || a.Err == nil {
-		return
-	}
-	fmt.Fprintf(w, "refretry: attempt %d failed (%s); retrying in %v\n",
-		a.Number, pushCause(a.Err), a.Delay.Round(time.Millisecond))
-}
-
 // reportPush prints refretry's own line about a final failure, after git's output.
 func reportPush(w io.Writer, git string, err error) {
-	var ex *retry.ExhaustedError
-	var rs *retry.ResolveError
+	var se *push.StartError
 	var pe *push.Error
 	var l *push.LockedError
 	var re *push.RebaseError
 	switch {
-	case errors.Is(err, push.ErrGitNotFound):
-		fmt.Fprintf(w, "refretry: cannot run git (%s): %v\n", git, errors.Unwrap(err))
-	case errors.As(err, &rs):
-		fmt.Fprintf(w, "refretry: not retried: %v\n", rs.Err)
-	case errors.As(err, &ex):
-		fmt.Fprintf(w, "refretry: gave up after %s in %v (%s); last failure: %s\n",
-			attempts(ex.Attempts), ex.Elapsed.Round(time.Millisecond), ex.Reason, pushCause(ex.Err))
+	case errors.As(err, &se):
+		fmt.Fprintf(w, "refretry: cannot run git (%s): %v\n", git, se.Err)
+	case reportLoopEnd(w, err, pushCause): // updateref_cmd.go
 	case errors.As(err, &re):
 		fmt.Fprintf(w, "refretry: %v\n", re)
 	case errors.As(err, &pe) && pe.Class == push.ClassStaleLock && errors.As(err, &l):

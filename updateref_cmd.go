@@ -65,8 +65,8 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 }
 
 // reportAttempt prints one line per retry: which attempt failed, why, and how long
-// refretry waits before the next.
-func reportAttempt(w io.Writer, a retry.Attempt) {
+// refretry waits before the next. cause names the failure in the command's terms.
+func reportAttempt(w io.Writer, a retry.Attempt, cause func(error) string) {
 	if a.Final || a.Err == nil {
 		return
 	}
@@ -74,23 +74,35 @@ func reportAttempt(w io.Writer, a retry.Attempt) {
 		a.Number, cause(a.Err), a.Delay.Round(time.Millisecond))
 }
 
+// reportLoopEnd prints refretry's line when the retry loop itself ended the run: the
+// settings a retry needed were bad, or the budget ran out. It reports whether it
+// printed one. update-ref and push share it.
+func reportLoopEnd(w io.Writer, err error, cause func(error) string) bool {
+	var re *retry.ResolveError
+	var ex *retry.ExhaustedError
+	switch {
+	case errors.As(err, &re):
+		fmt.Fprintf(w, "refretry: not retried: %v\n", re.Err)
+	case errors.As(err, &ex):
+		fmt.Fprintf(w, "refretry: gave up after %s in %v (%s); last failure: %s\n",
+			attempts(ex.Attempts), ex.Elapsed.Round(time.Millisecond), ex.Reason, cause(ex.Err))
+	default:
+		return false
+	}
+	return true
+}
+
 // report prints refretry's own line about a final failure, after git's output: a
 // summary when it gave up on contention, the facts about a stale lock, or why git
 // could not run. Failures git alone explains get nothing extra.
 func report(w io.Writer, git string, err error) {
-	var ex *retry.ExhaustedError
-	var re *retry.ResolveError
 	var se *transaction.StartError
 	var te *transaction.Error
 	var l *transaction.LockedError
 	switch {
 	case errors.As(err, &se):
 		fmt.Fprintf(w, "refretry: cannot run git (%s): %v\n", git, se.Err)
-	case errors.As(err, &re):
-		fmt.Fprintf(w, "refretry: not retried: %v\n", re.Err)
-	case errors.As(err, &ex):
-		fmt.Fprintf(w, "refretry: gave up after %s in %v (%s); last failure: %s\n",
-			attempts(ex.Attempts), ex.Elapsed.Round(time.Millisecond), ex.Reason, cause(ex.Err))
+	case reportLoopEnd(w, err, cause):
 	case errors.As(err, &te) && te.Class == transaction.ClassStaleLock && errors.As(err, &l):
 		fmt.Fprintf(w, "refretry: %s\n", staleAdvice(l))
 	case errors.As(err, &te):
