@@ -8,9 +8,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // maxGroup bounds how many invocations one git commits.
@@ -52,7 +53,7 @@ func (r *Runner) coalesced(ctx context.Context, args Args) (handled bool, code i
 		return &grouper{r: r, args: args, u: u, opts: opts, lineDir: lineDir,
 			st: &store{dir: stateDir}, id: newID(), key: groupKey(opts, d, r.Git, r.Env)}
 	}
-	switch err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); {
+	switch err := platform.Lock(f, false); {
 	case err == nil && anyEntries(filepath.Join(stateDir, dirPending)) && (c.On || c.Lookup()):
 		// At the head of the line, with updates waiting (they came while the line
 		// changed hands): lead them.
@@ -64,7 +65,7 @@ func (r *Runner) coalesced(ctx context.Context, args Args) (handled bool, code i
 		code, err := r.inLine(ctx, args, lineDir)
 		f.Close()
 		return true, code, err
-	case !errors.Is(err, syscall.EWOULDBLOCK):
+	case !errors.Is(err, platform.ErrBusy):
 		f.Close()
 		return false, 0, nil
 	}
@@ -281,45 +282,3 @@ func (g *grouper) claimedStill() bool {
 // default action is to be ignored, so a signal that reaches another process (a reused
 // pid) does no harm; a refretry that gets one only looks for its outcome.
 const wakeSignal = syscall.SIGWINCH
-
-// lineWait is a blocking flock taken in the background, which can be abandoned.
-type lineWait struct {
-	f         *os.File
-	mu        sync.Mutex
-	abandoned bool
-	acquired  bool
-	done      chan error
-}
-
-func startLineWait(f *os.File) *lineWait {
-	w := &lineWait{f: f, done: make(chan error, 1)}
-	go func() {
-		err := flock(f, syscall.LOCK_EX)
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.acquired = err == nil
-		if w.abandoned {
-			f.Close() // closing the only descriptor leaves the line
-			return
-		}
-		w.done <- err
-	}()
-	return w
-}
-
-// abandon stops waiting. It reports false when the line was acquired meanwhile: the
-// caller then holds it (and must close f).
-func (w *lineWait) abandon() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	select {
-	case err := <-w.done:
-		if err == nil {
-			return false
-		}
-		return true
-	default:
-	}
-	w.abandoned = true
-	return true
-}

@@ -37,24 +37,11 @@ func waitInLine(ctx context.Context, dir string, patience func() time.Duration) 
 		f.Close() // no line here (or on this system): go ahead as without one
 		return nop, false
 	}
-	var (
-		mu        sync.Mutex
-		abandoned bool
-	)
-	done := make(chan error, 1)
-	go func() {
-		err := platform.Lock(f, true)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil || abandoned {
-			f.Close() // closing the only descriptor leaves the line
-		}
-		done <- err
-	}()
+	w := startLineWait(f)
 	t := time.NewTimer(patience())
 	defer t.Stop()
 	select {
-	case err := <-done:
+	case err := <-w.done:
 		if err != nil {
 			return nop, true
 		}
@@ -62,16 +49,48 @@ func waitInLine(ctx context.Context, dir string, patience func() time.Duration) 
 	case <-ctx.Done():
 	case <-t.C:
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	select {
-	case err := <-done: // got it (or failed) just now
-		if err != nil {
-			return nop, true
-		}
+	if !w.abandon() { // it came just now
 		return func() { f.Close() }, true
-	default:
-		abandoned = true // the waiting goroutine closes f once flock returns
-		return nop, true
 	}
+	return nop, true
+}
+
+// lineWait is a blocking wait for the line on f, in a goroutine of its own, that can
+// be given up. done receives the lock's result; a failed wait, or one that succeeds
+// after abandon, closes f, and closing the only descriptor leaves the line.
+type lineWait struct {
+	f         *os.File
+	mu        sync.Mutex
+	abandoned bool
+	done      chan error
+}
+
+func startLineWait(f *os.File) *lineWait {
+	w := &lineWait{f: f, done: make(chan error, 1)}
+	go func() {
+		err := platform.Lock(f, true)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err != nil || w.abandoned {
+			f.Close()
+		}
+		if !w.abandoned {
+			w.done <- err
+		}
+	}()
+	return w
+}
+
+// abandon stops waiting. It reports false when the line was acquired meanwhile: the
+// caller then holds it (and must close f).
+func (w *lineWait) abandon() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case err := <-w.done:
+		return err != nil
+	default:
+	}
+	w.abandoned = true
+	return true
 }
