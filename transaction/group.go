@@ -31,13 +31,13 @@ func (r *Runner) coalesced(ctx context.Context, args Args) (handled bool, code i
 	if !ok || traced(r.Env) {
 		return false, 0, nil
 	}
-	d, ok := discover(r.Dirs, r.Env)
+	d, ok := r.discovered()
 	if !ok {
 		return false, 0, nil
 	}
 	stateDir := filepath.Join(d.commonDir, "refretry")
-	lineDir := filepath.Join(d.commonDir, "reftable")
-	if _, err := os.Stat(filepath.Join(lineDir, "tables.list")); err != nil {
+	lineDir := r.reftableDir()
+	if lineDir == "" {
 		// The files backend has no line of its own for a first attempt: coalescers
 		// queue on the store's directory, and only when asked outright (docs).
 		if !c.On || os.MkdirAll(stateDir, 0o777) != nil {

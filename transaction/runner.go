@@ -73,12 +73,13 @@ type Runner struct {
 	settingsOnce sync.Once
 	settings     Settings
 	settingsErr  error
-	repoKnown    bool     // repoDirs has been looked up
-	repoDirs     repoDirs // "" when unknown
-	lineDir      string   // where attempts queue (see enterLine); "" when they do not
-	lineLock     string   // the lock the line is for, when a failure named it
-	lockStale    bool     // the head of the line found the lock stale
-	lineHeld     string   // group.go: the line this process already holds, if any
+	discovery    *repoDirs // discovered's answer once looked up; zero when not found
+	repoKnown    bool      // repoDirs has been looked up
+	repoDirs     repoDirs  // "" when unknown
+	lineDir      string    // where attempts queue (see enterLine); "" when they do not
+	lineLock     string    // the lock the line is for, when a failure named it
+	lockStale    bool      // the head of the line found the lock stale
+	lineHeld     string    // group.go: the line this process already holds, if any
 }
 
 // ErrGitNotFound is matched (errors.Is) by the error Run returns when git cannot be

@@ -86,7 +86,7 @@ func (r *Runner) repo(ctx context.Context) (repoDirs, bool) {
 		return r.repoDirs, r.repoDirs.gitDir != ""
 	}
 	r.repoKnown = true
-	if d, ok := discover(r.Dirs, r.Env); ok {
+	if d, ok := r.discovered(); ok {
 		r.repoDirs = d
 		return d, true
 	}
@@ -99,10 +99,20 @@ func (r *Runner) repo(ctx context.Context) (repoDirs, bool) {
 	return r.repoDirs, gitDir != ""
 }
 
+// discovered is discover's answer for this Runner, looked up once: the line, the
+// stale-lock check and group commit all ask.
+func (r *Runner) discovered() (repoDirs, bool) {
+	if r.discovery == nil {
+		d, _ := discover(r.Dirs, r.Env) // the zero repoDirs when not found
+		r.discovery = &d
+	}
+	return *r.discovery, r.discovery.gitDir != ""
+}
+
 // reftableDir is the repository's reftable directory when refretry can tell, without
 // starting a process, that the repository uses reftable; "" otherwise.
 func (r *Runner) reftableDir() string {
-	d, ok := discover(r.Dirs, r.Env)
+	d, ok := r.discovered()
 	if !ok {
 		return ""
 	}
