@@ -69,14 +69,11 @@ func settingsTable(g *Globals) []setting {
 		// --break-stale-locks (transaction/breaklock.go): git's boolean spellings.
 		{"--break-stale-locks", map[bool]string{true: "true"}[g.BreakStaleLocks], "REFRETRY_BREAK_STALE_LOCKS", "refretry.breakstalelocks",
 			func(s *transaction.Settings, v string) error {
-				switch strings.ToLower(v) {
-				case "1", "true", "yes", "on":
-					s.BreakStaleLocks = true
-				case "0", "false", "no", "off":
-					s.BreakStaleLocks = false
-				default:
+				on, ok := gitBool(v)
+				if !ok {
 					return fmt.Errorf("not a boolean such as 1, true, 0 or false")
 				}
+				s.BreakStaleLocks = on
 				return nil
 			}},
 	}
