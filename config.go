@@ -91,6 +91,18 @@ func (st setting) explicit(e env) (value, from string) {
 	return "", ""
 }
 
+// gitPath is the git to run: --git, else REFRETRY_GIT, else git on PATH. (Not git
+// config: choosing the git would need a git first.)
+func gitPath(g *Globals, e env) string {
+	if g.Git != "" {
+		return g.Git
+	}
+	if v := e.get("REFRETRY_GIT"); v != "" {
+		return v
+	}
+	return "git"
+}
+
 // checkFlags validates the values given on the command line and in the environment,
 // which are known before git runs: a bad one is a usage error (exit 129).
 func checkFlags(g *Globals, e env) error {

@@ -57,13 +57,7 @@ func (c *PushCmd) Run(ctx context.Context, g *Globals, s Streams, e env) error {
 	if err := checkFlags(g, e); err != nil {
 		return err
 	}
-	git := g.Git
-	if git == "" {
-		git = e.get("REFRETRY_GIT")
-	}
-	if git == "" {
-		git = "git"
-	}
+	git := gitPath(g, e)
 	noAtomic, rebase, rest := splitPushArgs(c.Args)
 	lg, err := startPushLog(ctx, g, e, git, s)
 	if err != nil {

@@ -26,13 +26,7 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 	if err := checkFlags(g, e); err != nil {
 		return err
 	}
-	git := g.Git
-	if git == "" {
-		git = e.get("REFRETRY_GIT")
-	}
-	if git == "" {
-		git = "git"
-	}
+	git := gitPath(g, e)
 	co, err := coalescing(ctx, g, e, git) // config.go, --coalesce
 	if err != nil {
 		return err
