@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +21,14 @@ import (
 
 // gateEnv marks a child that is this program acting as a start gate: it
 // blocks reading file descriptor 3 until the parent closes the other end
-// of that pipe, then execs its arguments in place.
+// of that pipe, reports the CPU time it has used so far on file descriptor
+// 5, then execs its arguments in place.
 const gateEnv = "REFRETRY_BENCH_GATE"
+
+// gateRecordSize is the size of one gate CPU record: pid, user and system
+// time in microseconds, each a little-endian int64. It is far below
+// PIPE_BUF, so concurrent writers never interleave within a record.
+const gateRecordSize = 24
 
 const (
 	stderrKeep   = 4096
@@ -163,6 +170,27 @@ type outcome struct {
 	stderr    string // the first stderrKeep bytes
 	hwmKiB    int64  // last VmHWM polled from /proc, 0 if never seen
 	maxrssKiB int64  // ru_maxrss from wait4, includes reaped descendants
+	// cpu is user+system time from wait4: the child and every descendant
+	// it waited for. For a gated child it includes the gate's own time
+	// before exec, which gateCPU holds (0 if the gate never reported).
+	cpu     time.Duration
+	gateCPU time.Duration
+	minflt  int64 // ru_minflt from wait4, includes reaped descendants
+}
+
+// targetCPU is the CPU time of what the child ran, without the gate.
+func (o outcome) targetCPU() time.Duration { return max(0, o.cpu-o.gateCPU) }
+
+// setUsage copies the resource usage wait4 returned for a reaped child.
+func (o *outcome) setUsage(ps *os.ProcessState) {
+	if ps == nil {
+		return
+	}
+	o.cpu = ps.UserTime() + ps.SystemTime()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		o.maxrssKiB = ru.Maxrss
+		o.minflt = ru.Minflt
+	}
 }
 
 // measureSpec describes one measured run.
@@ -200,9 +228,7 @@ func (r *runner) measure(spec measureSpec) (outcome, error) {
 	if hwm != nil {
 		res.hwmKiB = <-hwm
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.maxrssKiB = ru.Maxrss
-	}
+	res.setUsage(cmd.ProcessState)
 	return res, nil
 }
 
@@ -222,11 +248,13 @@ type gated struct {
 	stderr *headBuffer
 }
 
-// gatePipes are the two pipes shared by all gated children: each child
-// writes one byte to ready once it is waiting, and waits for EOF on gate.
+// gatePipes are the three pipes shared by all gated children: each child
+// writes one byte to ready once it is waiting, waits for EOF on gate, and
+// after the release writes one record of its CPU time so far to cpu.
 type gatePipes struct {
 	gateR, gateW   *os.File
 	readyR, readyW *os.File
+	cpuR, cpuW     *os.File
 }
 
 func newGatePipes() (gatePipes, error) {
@@ -238,13 +266,34 @@ func newGatePipes() (gatePipes, error) {
 	if p.readyR, p.readyW, err = os.Pipe(); err != nil {
 		return p, errors.Join(err, p.gateR.Close(), p.gateW.Close())
 	}
+	if p.cpuR, p.cpuW, err = os.Pipe(); err != nil {
+		return p, errors.Join(err, p.gateR.Close(), p.gateW.Close(), p.readyR.Close(), p.readyW.Close())
+	}
 	return p, nil
+}
+
+// readGateCPU collects the gate records from r until EOF, by pid.
+func readGateCPU(r io.Reader) (map[int]time.Duration, error) {
+	byPID := make(map[int]time.Duration)
+	rec := make([]byte, gateRecordSize)
+	for {
+		if _, err := io.ReadFull(r, rec); err == io.EOF {
+			return byPID, nil
+		} else if err != nil {
+			return byPID, fmt.Errorf("gate CPU records: %w", err)
+		}
+		pid := int(binary.LittleEndian.Uint64(rec[0:]))
+		user := time.Duration(binary.LittleEndian.Uint64(rec[8:])) * time.Microsecond
+		sys := time.Duration(binary.LittleEndian.Uint64(rec[16:])) * time.Microsecond
+		byPID[pid] = user + sys
+	}
 }
 
 // concurrent starts one child per argv, waits until all of them are held
 // at a shared gate, then releases them together. The wall time runs from
 // the release to the last exit. Every child has its own timeout, counted
-// from its spawn.
+// from its spawn. Each outcome carries the child's wait4 CPU time and the
+// part of it the gate used before exec.
 func (r *runner) concurrent(dir string, argvs [][]string) ([]outcome, time.Duration, error) {
 	p, err := newGatePipes()
 	if err != nil {
@@ -256,7 +305,16 @@ func (r *runner) concurrent(dir string, argvs [][]string) ([]outcome, time.Durat
 			c.cancel()
 		}
 	}()
-	setupErr := errors.Join(startErr, p.gateR.Close(), p.readyW.Close())
+	setupErr := errors.Join(startErr, p.gateR.Close(), p.readyW.Close(), p.cpuW.Close())
+	type gateCPU struct {
+		byPID map[int]time.Duration
+		err   error
+	}
+	cpuDone := make(chan gateCPU, 1)
+	go func() {
+		byPID, err := readGateCPU(p.cpuR)
+		cpuDone <- gateCPU{byPID, errors.Join(err, p.cpuR.Close())}
+	}()
 	if setupErr == nil {
 		// Every child holds readyW until it has written, so a short read
 		// means one died before reaching the gate.
@@ -273,13 +331,17 @@ func (r *runner) concurrent(dir string, argvs [][]string) ([]outcome, time.Durat
 	}
 	wg.Wait()
 	wall := time.Since(start)
+	// Every child has exited, so every copy of the write end is closed.
+	gc := <-cpuDone
 
-	if err := errors.Join(setupErr, releaseErr); err != nil {
+	if err := errors.Join(setupErr, releaseErr, gc.err); err != nil {
 		return nil, 0, err
 	}
 	for i, c := range children {
 		outcomes[i].stderr = c.stderr.String()
 		outcomes[i].wall = wall
+		outcomes[i].setUsage(c.cmd.ProcessState)
+		outcomes[i].gateCPU = gc.byPID[c.cmd.Process.Pid]
 	}
 	return outcomes, wall, nil
 }
@@ -298,7 +360,7 @@ func (r *runner) startGated(dir string, argvs [][]string, p gatePipes) ([]gated,
 			stderr: &headBuffer{max: stderrKeep},
 		}
 		c.cmd.Env = env
-		c.cmd.ExtraFiles = []*os.File{p.gateR, p.readyW} // fds 3 and 4
+		c.cmd.ExtraFiles = []*os.File{p.gateR, p.readyW, p.cpuW} // fds 3, 4 and 5
 		c.cmd.Stderr = c.stderr
 		if err := c.cmd.Start(); err != nil {
 			cancel()
@@ -310,14 +372,18 @@ func (r *runner) startGated(dir string, argvs [][]string, p gatePipes) ([]gated,
 }
 
 // gateMain is the whole life of a gate child: report ready on fd 4, wait
-// for the release on fd 3, then become argv (argv[0] must be an absolute
-// path). It returns only on failure.
+// for the release on fd 3, report its own CPU time on fd 5, then become
+// argv (argv[0] must be an absolute path). It returns only on failure.
 func gateMain(argv []string) int {
 	if len(argv) == 0 {
 		fmt.Fprintln(os.Stderr, "bench gate: nothing to run")
 		return 127
 	}
 	if err := awaitRelease(os.NewFile(3, "gate"), os.NewFile(4, "ready")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench gate:", err)
+		return 126
+	}
+	if err := reportGateCPU(os.NewFile(5, "cpu")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench gate:", err)
 		return 126
 	}
@@ -340,6 +406,23 @@ func awaitRelease(gate, ready *os.File) error {
 		return fmt.Errorf("gate read: want EOF, got %v", err)
 	}
 	return gate.Close()
+}
+
+// reportGateCPU writes the gate's own CPU time so far (Go runtime start
+// and the wait, everything before exec) as one record and closes w, so
+// that the target does not inherit it. exec keeps the process and its
+// accounting, so wait4 later reports this time as part of the child's.
+func reportGateCPU(w *os.File) error {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return errors.Join(fmt.Errorf("getrusage: %w", err), w.Close())
+	}
+	rec := make([]byte, gateRecordSize)
+	binary.LittleEndian.PutUint64(rec[0:], uint64(os.Getpid()))
+	binary.LittleEndian.PutUint64(rec[8:], uint64(time.Duration(ru.Utime.Nano())/time.Microsecond))
+	binary.LittleEndian.PutUint64(rec[16:], uint64(time.Duration(ru.Stime.Nano())/time.Microsecond))
+	_, err := w.Write(rec)
+	return errors.Join(err, w.Close())
 }
 
 // pollHWM reads VmHWM of pid every interval until stop is closed, then
