@@ -3,79 +3,154 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 )
 
-// variant is one way of running the concurrent writers.
-type variant struct {
-	label  string
-	format string // ref storage format of the repository
-	argv   func(ref, oid string) []string
-	env    []string // added to the writers' environment
+// variantNames are the short names of the concurrency variants, in the
+// order they are reported. -variants selects among them.
+var variantNames = []string{
+	"git-files", "git-reftable", "git-locktimeout", "flock", "go-empty",
+	"refretry", "refretry-files", "coalesce", "coalesce-files",
 }
 
-func concurrencyVariants(cfg config) []variant {
-	git := func(pre ...string) func(ref, oid string) []string {
-		return func(ref, oid string) []string {
+// variant is one way of running the concurrent writers.
+type variant struct {
+	name   string // short and stable, for -variants and the ratios
+	label  string // what runs, for the tables
+	format string // ref storage format of the repository
+	argv   func(dir, ref, oid string) []string
+	env    []string // added to the writers' environment
+	verify bool     // whether the writers write refs to check afterwards
+	skip   string   // why the variant cannot run here; empty when it can
+}
+
+// extBins are the programs some variants need besides git and refretry,
+// or the reason each is unavailable.
+type extBins struct {
+	flock, flockErr string
+	empty, emptyErr string
+}
+
+// findExtBins looks up flock(1) and builds the empty Go program, each only
+// when a selected variant needs it.
+func findExtBins(cfg config, dir string) extBins {
+	var x extBins
+	if cfg.wantsVariant("flock") {
+		if p, err := resolveExe("flock"); err != nil {
+			x.flockErr = "flock(1) not found: " + err.Error()
+		} else {
+			x.flock = p
+		}
+	}
+	if cfg.wantsVariant("go-empty") {
+		if p, err := buildEmpty(dir); err != nil {
+			x.emptyErr = firstLine(err.Error())
+		} else {
+			x.empty = p
+		}
+	}
+	return x
+}
+
+func concurrencyVariants(cfg config, x extBins) []variant {
+	git := func(pre ...string) func(dir, ref, oid string) []string {
+		return func(_, ref, oid string) []string {
 			return append(append([]string{cfg.git}, pre...), "update-ref", ref, oid)
 		}
 	}
+	rr := func(_, ref, oid string) []string { return []string{cfg.refretry, ref, oid} }
+	// Switched on through the environment, as a CI system would: a refretry
+	// option on the command line costs a parse of refretry's own grammar.
+	coalesce := []string{"REFRETRY_COALESCE=1"}
 	return []variant{
-		{"1. git update-ref, files", "files", git(), nil},
-		{"2. git update-ref, reftable", "reftable", git(), nil},
-		{"3. git -c reftable.lockTimeout=5000 update-ref, reftable", "reftable", git("-c", "reftable.lockTimeout=5000"), nil},
-		{"4. refretry, reftable", "reftable", func(ref, oid string) []string {
-			return []string{cfg.refretry, ref, oid}
-		}, nil},
-		// Switched on through the environment, as a CI system would: a refretry
-		// option on the command line costs a parse of refretry's own grammar.
-		{"5. refretry --coalesce, reftable", "reftable", func(ref, oid string) []string {
-			return []string{cfg.refretry, ref, oid}
-		}, []string{"REFRETRY_COALESCE=1"}},
+		{name: "git-files", label: "git update-ref, files", format: "files", argv: git(), verify: true},
+		{name: "git-reftable", label: "git update-ref, reftable", format: "reftable", argv: git(), verify: true},
+		{name: "git-locktimeout", label: "git -c reftable.lockTimeout=5000 update-ref, reftable", format: "reftable",
+			argv: git("-c", "reftable.lockTimeout=5000"), verify: true},
+		// flock(1) opens a directory read-only and locks it; every writer
+		// takes the same lock, so git itself never meets contention.
+		{name: "flock", label: "flock(1) .git/reftable + git update-ref, reftable", format: "reftable",
+			argv: func(dir, ref, oid string) []string {
+				return []string{x.flock, filepath.Join(dir, ".git", "reftable"), cfg.git, "update-ref", ref, oid}
+			}, verify: true, skip: x.flockErr},
+		{name: "go-empty", label: "empty Go program (writes no ref: the floor of any Go client)", format: "files",
+			argv: func(_, ref, oid string) []string { return []string{x.empty, ref, oid} }, skip: x.emptyErr},
+		{name: "refretry", label: "refretry, reftable", format: "reftable", argv: rr, verify: true},
+		{name: "refretry-files", label: "refretry, files", format: "files", argv: rr, verify: true},
+		{name: "coalesce", label: "refretry --coalesce, reftable", format: "reftable", argv: rr, env: coalesce, verify: true},
+		{name: "coalesce-files", label: "refretry --coalesce, files", format: "files", argv: rr, env: coalesce, verify: true},
 	}
 }
 
-// Indexes into concurrencyVariants used for the ratios.
-const (
-	variantFiles       = 0
-	variantLockTimeout = 2
-	variantRefretry    = 3
-	variantCoalesce    = 4
-)
+// selectedVariants returns the variants -variants asked for, in report order.
+func selectedVariants(cfg config, x extBins) []variant {
+	return slices.DeleteFunc(concurrencyVariants(cfg, x), func(v variant) bool { return !cfg.wantsVariant(v.name) })
+}
+
+// ratioPairs are the ratios printed for every writer count: numerator
+// and denominator by variant name.
+var ratioPairs = [][2]string{
+	{"refretry", "flock"},
+	{"refretry", "git-locktimeout"},
+	{"refretry", "git-files"},
+	{"refretry-files", "git-files"},
+	{"coalesce", "git-files"},
+	{"coalesce", "flock"},
+	{"coalesce", "refretry"},
+	{"coalesce-files", "git-files"},
+	{"go-empty", "git-files"},
+}
 
 // trialResult is one variant in one trial.
 type trialResult struct {
 	wall     time.Duration
-	ok       int    // exited 0
-	failed   int    // exited non-zero or timed out
-	mismatch int    // exited 0 but the ref is missing or wrong
-	ghost    int    // exited non-zero but the ref exists anyway
-	firstErr string // first line of the first failure's stderr
+	cpu      time.Duration // user+system of the writers and their waited-for descendants, without the gate
+	gateCPU  time.Duration // the gates' own time before exec, left out of cpu
+	ok       int           // exited 0
+	failed   int           // exited non-zero or timed out
+	mismatch int           // exited 0 but the ref is missing or wrong
+	ghost    int           // exited non-zero but the ref exists anyway
+	firstErr string        // first line of the first failure's stderr
 }
 
 func runConcurrency(r *runner, cfg config, root string) (string, error) {
-	vs := concurrencyVariants(cfg)
+	vs := selectedVariants(cfg, findExtBins(cfg, root))
+	var active []int // indexes of the variants that run
+	for i, v := range vs {
+		if v.skip == "" {
+			active = append(active, i)
+		} else {
+			progress("concurrency: skipping %s: %s", v.name, v.skip)
+		}
+	}
 	var b, raw strings.Builder
 	b.WriteString("## (a) Concurrency\n\n")
 	b.WriteString("N processes start together (held at a shared gate, then released at once), each updating its own `refs/heads/w/<i>` " +
 		"in a fresh one-commit repository. Wall time runs from the release to the last exit. " +
+		"CPU is user+system time of the N processes and every descendant they waited for (wait4), " +
+		"without the gate's own time before exec. " +
 		"The variants run interleaved within every trial, in an order rotated by trial.\n\n")
-	raw.WriteString("### Raw trials\n\n| writers | trial | variant | wall (s) | ok | failed | mismatches | written despite failure |\n|--:|--:|---|--:|--:|--:|--:|--:|\n")
+	raw.WriteString("### Raw trials\n\n| writers | trial | variant | wall (s) | CPU (s) | gate CPU (s, not counted) | ok | failed | mismatches | written despite failure |\n" +
+		"|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, n := range cfg.writers {
 		results := make([][]trialResult, len(vs))
 		for t := range cfg.trials {
-			for k := range vs {
-				i := (t + k) % len(vs)
-				res, err := concurrencyTrial(r, root, vs[i], n)
+			for k := range active {
+				i := active[(t+k)%len(active)]
+				v := vs[i]
+				res, err := concurrencyTrial(r, root, v, n)
 				if err != nil {
-					return b.String(), fmt.Errorf("%d writers, %s: %w", n, vs[i].label, err)
+					return b.String(), fmt.Errorf("%d writers, %s: %w", n, v.name, err)
 				}
-				progress("concurrency n=%d trial %d/%d %s: %s s, %d/%d ok", n, t+1, cfg.trials, vs[i].label, seconds(res.wall), res.ok, n)
+				progress("concurrency n=%d trial %d/%d %s: %s s wall, %s s CPU, %d/%d ok",
+					n, t+1, cfg.trials, v.name, seconds(res.wall), seconds(res.cpu), res.ok, n)
 				results[i] = append(results[i], res)
-				fmt.Fprintf(&raw, "| %d | %d | %s | %s | %d | %d | %d | %d |\n",
-					n, t+1, vs[i].label, seconds(res.wall), res.ok, res.failed, res.mismatch, res.ghost)
+				fmt.Fprintf(&raw, "| %d | %d | %s | %s | %s | %s | %d | %d | %s | %s |\n",
+					n, t+1, v.name, seconds(res.wall), seconds(res.cpu), seconds(res.gateCPU), res.ok, res.failed,
+					checked(v, res.mismatch), checked(v, res.ghost))
 			}
 		}
 		renderConcurrency(&b, n, vs, results)
@@ -83,6 +158,15 @@ func runConcurrency(r *runner, cfg config, root string) (string, error) {
 	b.WriteString(raw.String())
 	b.WriteString("\n")
 	return b.String(), nil
+}
+
+// checked formats a verification count, or n/a for a variant that writes
+// no refs.
+func checked(v variant, count int) string {
+	if !v.verify {
+		return "n/a"
+	}
+	return fmt.Sprint(count)
 }
 
 // concurrencyTrial runs n writers of one variant against a fresh repository
@@ -96,7 +180,7 @@ func concurrencyTrial(r *runner, root string, v variant, n int) (res trialResult
 
 	argvs := make([][]string, n)
 	for i := range argvs {
-		argvs[i] = v.argv(writerRef(i), rp.oid)
+		argvs[i] = v.argv(rp.dir, writerRef(i), rp.oid)
 	}
 	if len(v.env) > 0 {
 		rv := *r
@@ -107,17 +191,21 @@ func concurrencyTrial(r *runner, root string, v variant, n int) (res trialResult
 	if err != nil {
 		return res, err
 	}
-	refs, err := refMap(r, rp, "refs/heads/w/")
-	if err != nil {
-		return res, err
+	var refs map[string]string
+	if v.verify {
+		if refs, err = refMap(r, rp, "refs/heads/w/"); err != nil {
+			return res, err
+		}
 	}
 	res.wall = wall
 	for i, o := range outcomes {
+		res.cpu += o.targetCPU()
+		res.gateCPU += o.gateCPU
 		got, exists := refs[writerRef(i)]
 		switch {
 		case o.err == nil:
 			res.ok++
-			if got != rp.oid {
+			if v.verify && got != rp.oid {
 				res.mismatch++
 			}
 		default:
@@ -140,59 +228,114 @@ func failureText(o outcome) string {
 	return o.err.Error()
 }
 
-func renderConcurrency(b *strings.Builder, n int, vs []variant, results [][]trialResult) {
+// renderConcurrency writes the table and ratios for one writer count and
+// returns every variant's summary (zero for skipped ones).
+func renderConcurrency(b *strings.Builder, n int, vs []variant, results [][]trialResult) []variantSummary {
 	fmt.Fprintf(b, "### %d concurrent writers\n\n", n)
-	b.WriteString("| variant | median wall (s) | successes min / median | all succeeded | median failures | mismatches (total) | written despite failure (total) |\n")
-	b.WriteString("|---|--:|--:|---|--:|--:|--:|\n")
-	walls := make([]time.Duration, len(vs))
+	b.WriteString("| variant | what runs | median wall (s) | median CPU (s) | CPU per writer (ms) | successes min / median | all succeeded | median failures | mismatches (total) | written despite failure (total) |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|---|--:|--:|--:|\n")
+	sums := make([]variantSummary, len(vs))
 	var errs []string
 	for i, v := range vs {
+		if v.skip != "" {
+			fmt.Fprintf(b, "| %s | %s | skipped: %s | | | | | | | |\n", v.name, cell(v.label), cell(v.skip))
+			continue
+		}
 		s := summarize(results[i], n)
-		walls[i] = s.medianWall
-		fmt.Fprintf(b, "| %s | %s | %d / %s | %d/%d in %d of %d trials | %s | %d | %d |\n",
-			v.label, seconds(s.medianWall), s.minOK, s.medianOK, n, n, s.fullTrials, len(results[i]),
-			s.medianFailed, s.mismatch, s.ghost)
+		sums[i] = s
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d / %s | %d/%d in %d of %d trials | %s | %s | %s |\n",
+			v.name, cell(v.label), seconds(s.medianWall), seconds(s.medianCPU), millis(s.medianCPU/time.Duration(n)),
+			s.minOK, s.medianOK, n, n, s.fullTrials, len(results[i]), s.medianFailed,
+			checked(v, s.mismatch), checked(v, s.ghost))
 		if s.firstErr != "" {
-			errs = append(errs, fmt.Sprintf("- %s: `%s`", v.label, strings.ReplaceAll(s.firstErr, "`", "'")))
+			errs = append(errs, fmt.Sprintf("- %s: `%s`", v.name, strings.ReplaceAll(s.firstErr, "`", "'")))
 		}
 	}
-	fmt.Fprintf(b, "\nrefretry median wall ÷ variant 3: **%s**; ÷ variant 1: **%s**.\n\n",
-		ratio(walls[variantRefretry], walls[variantLockTimeout]), ratio(walls[variantRefretry], walls[variantFiles]))
-	fmt.Fprintf(b, "refretry --coalesce median wall ÷ variant 1: **%s**; ÷ variant 4: **%s**.\n\n",
-		ratio(walls[variantCoalesce], walls[variantFiles]), ratio(walls[variantCoalesce], walls[variantRefretry]))
-	if incomplete(results[variantRefretry], n) || incomplete(results[variantLockTimeout], n) || incomplete(results[variantFiles], n) ||
-		incomplete(results[variantCoalesce], n) {
-		b.WriteString("Caution: a variant in these ratios had failed writers in some trial, so the times compare unequal work.\n\n")
-	}
+	renderRatios(b, n, vs, results, sums)
 	if len(errs) > 0 {
 		b.WriteString("First failure message seen:\n\n" + strings.Join(errs, "\n") + "\n\n")
 	}
+	return sums
 }
 
-// incomplete reports whether any trial had a writer that did not succeed.
-func incomplete(trials []trialResult, n int) bool {
-	return slices.ContainsFunc(trials, func(t trialResult) bool { return t.ok != n })
+// renderRatios writes the ratio table for the pairs whose both sides were
+// selected.
+func renderRatios(b *strings.Builder, n int, vs []variant, results [][]trialResult, sums []variantSummary) {
+	index := func(name string) int {
+		return slices.IndexFunc(vs, func(v variant) bool { return v.name == name })
+	}
+	var rows []string
+	for _, pair := range ratioPairs {
+		a, d := index(pair[0]), index(pair[1])
+		if a < 0 || d < 0 {
+			continue
+		}
+		label := pair[0] + " ÷ " + pair[1]
+		var skipped []string
+		for _, i := range []int{a, d} {
+			if vs[i].skip != "" {
+				skipped = append(skipped, vs[i].name+" skipped")
+			}
+		}
+		if len(skipped) > 0 {
+			rows = append(rows, fmt.Sprintf("| %s | n/a | n/a | %s |", label, strings.Join(skipped, ", ")))
+			continue
+		}
+		var cautions []string
+		for _, i := range []int{a, d} {
+			if k := failedTrials(results[i], n); k > 0 {
+				cautions = append(cautions, fmt.Sprintf("%s had failed writers in %d of %d trials", vs[i].name, k, len(results[i])))
+			}
+		}
+		note := ""
+		if len(cautions) > 0 {
+			note = "caution: " + strings.Join(cautions, "; ") + " (unequal work)"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | **%s** | **%s** | %s |", label,
+			ratio(sums[a].medianWall, sums[d].medianWall), ratio(sums[a].medianCPU, sums[d].medianCPU), note))
+	}
+	if len(rows) == 0 {
+		b.WriteString("\n")
+		return
+	}
+	b.WriteString("\n| ratio of medians | wall | CPU | note |\n|---|--:|--:|---|\n")
+	b.WriteString(strings.Join(rows, "\n") + "\n\n")
+	b.WriteString("A ratio compares equal work only when both sides had every writer succeed in every trial; the note says when not.\n\n")
+}
+
+// failedTrials counts the trials in which some writer did not succeed.
+func failedTrials(trials []trialResult, n int) int {
+	k := 0
+	for _, t := range trials {
+		if t.ok != n {
+			k++
+		}
+	}
+	return k
 }
 
 // variantSummary aggregates one variant's trials.
 type variantSummary struct {
-	medianWall   time.Duration
-	minOK        int
-	medianOK     string
-	fullTrials   int
-	medianFailed string
-	mismatch     int
-	ghost        int
-	firstErr     string
+	medianWall    time.Duration
+	medianCPU     time.Duration
+	minOK         int
+	medianOK      string
+	medianOKFloat float64
+	fullTrials    int
+	medianFailed  string
+	mismatch      int
+	ghost         int
+	firstErr      string
 }
 
 func summarize(trials []trialResult, n int) variantSummary {
 	var s variantSummary
 	walls := make([]time.Duration, len(trials))
+	cpus := make([]time.Duration, len(trials))
 	oks := make([]int, len(trials))
 	failed := make([]int, len(trials))
 	for i, t := range trials {
-		walls[i], oks[i], failed[i] = t.wall, t.ok, t.failed
+		walls[i], cpus[i], oks[i], failed[i] = t.wall, t.cpu, t.ok, t.failed
 		if t.ok == n {
 			s.fullTrials++
 		}
@@ -202,7 +345,9 @@ func summarize(trials []trialResult, n int) variantSummary {
 			s.firstErr = t.firstErr
 		}
 	}
-	s.medianWall, s.medianOK, s.medianFailed = median(walls), medianText(oks), medianText(failed)
+	s.medianWall, s.medianCPU = median(walls), median(cpus)
+	s.medianOK, s.medianFailed = medianText(oks), medianText(failed)
+	s.medianOKFloat = medianFloat(oks)
 	if len(oks) > 0 {
 		s.minOK = slices.Min(oks)
 	}

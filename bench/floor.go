@@ -30,24 +30,50 @@ func main() {
 }
 `
 
+// emptySource is a Go program that returns from main at once. N of them
+// started together cost what the Go runtime's start and exit cost, which
+// any client written in Go pays before doing anything, refretry included.
+const emptySource = `package main
+
+func main() {}
+`
+
 // buildFloor compiles floorSource (cgo off, as refretry is built) into dir.
 func buildFloor(dir string) (string, error) {
-	src := filepath.Join(dir, "floor-src")
+	bin, err := buildGo(dir, "floor", floorSource)
+	if err != nil {
+		return "", fmt.Errorf("building the minimal Go wrapper: %w", err)
+	}
+	return bin, nil
+}
+
+// buildEmpty compiles emptySource (cgo off) into dir.
+func buildEmpty(dir string) (string, error) {
+	bin, err := buildGo(dir, "empty", emptySource)
+	if err != nil {
+		return "", fmt.Errorf("building the empty Go program: %w", err)
+	}
+	return bin, nil
+}
+
+// buildGo compiles a one-file main package with cgo off into dir/name.
+func buildGo(dir, name, source string) (string, error) {
+	src := filepath.Join(dir, name+"-src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(floorSource), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(source), 0o644); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module floor\n\ngo 1.21\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module "+name+"\n\ngo 1.21\n"), 0o644); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "floor")
+	bin := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the minimal Go wrapper: %v\n%s", err, out)
+		return "", fmt.Errorf("%v\n%s", err, out)
 	}
 	return bin, nil
 }

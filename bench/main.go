@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,11 +33,17 @@ type config struct {
 	only       string
 	out        string
 	timeout    time.Duration
+	variants   nameList // concurrency variants to run; empty means all
 }
 
 // wants reports whether the phase named phase should run.
 func (c config) wants(phase string) bool {
 	return c.only == "" || c.only == phase
+}
+
+// wantsVariant reports whether the concurrency variant named name should run.
+func (c config) wantsVariant(name string) bool {
+	return len(c.variants) == 0 || slices.Contains(c.variants, name)
 }
 
 func main() {
@@ -84,6 +91,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&cfg.only, "only", "", "run only `concurrency` or `overhead` (default both)")
 	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")
 	fs.DurationVar(&cfg.timeout, "timeout", cfg.timeout, "per child process timeout")
+	fs.Var(&cfg.variants, "variants", "comma-separated concurrency variants to run (default all: "+strings.Join(variantNames, ",")+")")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -137,6 +145,11 @@ func (c config) validate() error {
 	case c.timeout <= 0:
 		return errors.New("-timeout must be positive")
 	}
+	for _, v := range c.variants {
+		if !slices.Contains(variantNames, v) {
+			return fmt.Errorf("-variants: unknown variant %q (known: %s)", v, strings.Join(variantNames, ","))
+		}
+	}
 	switch c.only {
 	case "", "concurrency", "overhead":
 		return nil
@@ -187,6 +200,24 @@ func (l *intList) Set(s string) error {
 			return fmt.Errorf("%d is not positive", v)
 		}
 		out = append(out, v)
+	}
+	*l = out
+	return nil
+}
+
+// nameList is a flag.Value holding comma-separated names.
+type nameList []string
+
+func (l *nameList) String() string { return strings.Join(*l, ",") }
+
+func (l *nameList) Set(s string) error {
+	var out nameList
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return errors.New("empty name")
+		}
+		out = append(out, part)
 	}
 	*l = out
 	return nil

@@ -28,8 +28,12 @@ func machineSection(r *runner, cfg config) string {
 	row("refretry", "`"+cfg.refretry+"`, REFRETRY_GIT="+cfg.git)
 	row("Go", runtime.Version())
 	row("date", time.Now().UTC().Format(time.RFC3339))
-	row("settings", fmt.Sprintf("trials=%d writers=%s batches=%s single-runs=%d timeout=%v",
-		cfg.trials, cfg.writers.String(), cfg.batches.String(), cfg.singleRuns, cfg.timeout))
+	variants := "all"
+	if len(cfg.variants) > 0 {
+		variants = cfg.variants.String()
+	}
+	row("settings", fmt.Sprintf("trials=%d writers=%s batches=%s single-runs=%d timeout=%v variants=%s",
+		cfg.trials, cfg.writers.String(), cfg.batches.String(), cfg.singleRuns, cfg.timeout, variants))
 	b.WriteString("\n")
 	return b.String()
 }
@@ -97,6 +101,20 @@ func median[T ~int | ~int64](xs []T) T {
 		return s[mid]
 	}
 	return s[mid-1] + (s[mid]-s[mid-1])/2
+}
+
+// medianFloat is the median of counts as a float (the mean of the two
+// middle values for an even count); 0 for none.
+func medianFloat(xs []int) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	mid := len(s) / 2
+	if len(s)%2 == 1 {
+		return float64(s[mid])
+	}
+	return float64(s[mid-1]+s[mid]) / 2
 }
 
 // medianText formats the median of counts, with a half when the two
