@@ -116,6 +116,13 @@ type trialResult struct {
 	firstErr string        // first line of the first failure's stderr
 }
 
+// variantPoint is one variant's medians at one writer count, for the
+// charts.
+type variantPoint struct {
+	wall, cpu time.Duration
+	okPercent float64
+}
+
 func runConcurrency(r *runner, cfg config, root string) (string, error) {
 	vs := selectedVariants(cfg, findExtBins(cfg, root))
 	var active []int // indexes of the variants that run
@@ -135,6 +142,7 @@ func runConcurrency(r *runner, cfg config, root string) (string, error) {
 		"The variants run interleaved within every trial, in an order rotated by trial.\n\n")
 	raw.WriteString("### Raw trials\n\n| writers | trial | variant | wall (s) | CPU (s) | gate CPU (s, not counted) | ok | failed | mismatches | written despite failure |\n" +
 		"|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	points := make([][]variantPoint, len(vs))
 	for _, n := range cfg.writers {
 		results := make([][]trialResult, len(vs))
 		for t := range cfg.trials {
@@ -153,7 +161,19 @@ func runConcurrency(r *runner, cfg config, root string) (string, error) {
 					checked(v, res.mismatch), checked(v, res.ghost))
 			}
 		}
-		renderConcurrency(&b, n, vs, results)
+		sums := renderConcurrency(&b, n, vs, results)
+		for i, s := range sums {
+			if vs[i].skip == "" {
+				points[i] = append(points[i], variantPoint{s.medianWall, s.medianCPU, 100 * s.medianOKFloat / float64(n)})
+			}
+		}
+	}
+	if cfg.charts != "" {
+		links, err := writeConcurrencyCharts(cfg, vs, points)
+		if err != nil {
+			return b.String(), err
+		}
+		b.WriteString(links)
 	}
 	b.WriteString(raw.String())
 	b.WriteString("\n")

@@ -34,6 +34,7 @@ type config struct {
 	out        string
 	timeout    time.Duration
 	variants   nameList // concurrency variants to run; empty means all
+	charts     string   // directory for the SVG charts; empty means none
 }
 
 // wants reports whether the phase named phase should run.
@@ -92,6 +93,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")
 	fs.DurationVar(&cfg.timeout, "timeout", cfg.timeout, "per child process timeout")
 	fs.Var(&cfg.variants, "variants", "comma-separated concurrency variants to run (default all: "+strings.Join(variantNames, ",")+")")
+	fs.StringVar(&cfg.charts, "charts", "", "write SVG charts of the concurrency phase into this `directory`")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
