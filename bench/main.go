@@ -33,8 +33,9 @@ type config struct {
 	only       string
 	out        string
 	timeout    time.Duration
-	variants   nameList // concurrency variants to run; empty means all
-	charts     string   // directory for the SVG charts; empty means none
+	variants   nameList  // concurrency variants to run; empty means all
+	charts     string    // directory for the SVG charts; empty means none
+	extras     extraList // more refretry binaries for the single-update rotation
 }
 
 // wants reports whether the phase named phase should run.
@@ -94,6 +95,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", cfg.timeout, "per child process timeout")
 	fs.Var(&cfg.variants, "variants", "comma-separated concurrency variants to run (default all: "+strings.Join(variantNames, ",")+")")
 	fs.StringVar(&cfg.charts, "charts", "", "write SVG charts of the concurrency phase into this `directory`")
+	fs.Var(&cfg.extras, "single-extra", "add a refretry binary to the single-update rotation, as `label=path` (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -169,6 +171,11 @@ func (c *config) resolvePaths() error {
 	if c.refretry, err = resolveExe(c.refretry); err != nil {
 		return fmt.Errorf("-refretry: %w", err)
 	}
+	for i := range c.extras {
+		if c.extras[i].path, err = resolveExe(c.extras[i].path); err != nil {
+			return fmt.Errorf("-single-extra %s: %w", c.extras[i].label, err)
+		}
+	}
 	return nil
 }
 
@@ -222,6 +229,38 @@ func (l *nameList) Set(s string) error {
 		out = append(out, part)
 	}
 	*l = out
+	return nil
+}
+
+// extraBin is one more refretry binary for the single-update rotation.
+type extraBin struct{ label, path string }
+
+// extraList is a repeatable flag.Value of label=path pairs.
+type extraList []extraBin
+
+func (l *extraList) String() string {
+	parts := make([]string, len(*l))
+	for i, e := range *l {
+		parts[i] = e.label + "=" + e.path
+	}
+	return strings.Join(parts, " ")
+}
+
+// reservedLabels name the rows the single-update table always has.
+var reservedLabels = []string{"git update-ref", "refretry", "minimal Go wrapper"}
+
+func (l *extraList) Set(s string) error {
+	label, path, ok := strings.Cut(s, "=")
+	label, path = strings.TrimSpace(label), strings.TrimSpace(path)
+	switch {
+	case !ok || label == "" || path == "":
+		return fmt.Errorf("%q is not label=path", s)
+	case slices.Contains(reservedLabels, label):
+		return fmt.Errorf("label %q is taken by a built-in row", label)
+	case slices.ContainsFunc(*l, func(e extraBin) bool { return e.label == label }):
+		return fmt.Errorf("label %q given twice", label)
+	}
+	*l = append(*l, extraBin{label, path})
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +26,8 @@ func overheadTools(cfg config) (git, rr tool) {
 // calls accumulates the runs of one tool.
 type calls struct {
 	walls    []time.Duration
+	cpu      []time.Duration // user+system of the process and its waited-for children
+	minflt   []int64         // ru_minflt of the process and its waited-for children
 	failures int
 	firstErr string
 	hwmKiB   []int64 // polled VmHWM per run (batches only)
@@ -34,6 +37,8 @@ type calls struct {
 
 func (c *calls) add(o outcome) {
 	c.walls = append(c.walls, o.wall)
+	c.cpu = append(c.cpu, o.cpu)
+	c.minflt = append(c.minflt, o.minflt)
 	c.hwmKiB = append(c.hwmKiB, o.hwmKiB)
 	c.rssKiB = append(c.rssKiB, o.maxrssKiB)
 	if o.err != nil {
@@ -42,6 +47,13 @@ func (c *calls) add(o outcome) {
 			c.firstErr = failureText(o)
 		}
 	}
+}
+
+// namedCalls is one tool's runs under its report name.
+type namedCalls struct {
+	name string
+	argv tool
+	c    calls
 }
 
 func runOverhead(r *runner, cfg config, root string) (string, error) {
@@ -54,91 +66,124 @@ func runOverhead(r *runner, cfg config, root string) (string, error) {
 	return b.String(), err
 }
 
+// singleTools are the tools of the single-update rotation: git, refretry,
+// the minimal Go wrapper, then every -single-extra binary.
+func singleTools(cfg config, floor string) []namedCalls {
+	gitTool, rrTool := overheadTools(cfg)
+	tools := []namedCalls{
+		{name: "git update-ref", argv: gitTool},
+		{name: "refretry", argv: rrTool},
+		{name: "minimal Go wrapper", argv: func(args ...string) []string { return append([]string{floor}, gitTool(args...)...) }},
+	}
+	for _, e := range cfg.extras {
+		tools = append(tools, namedCalls{name: e.label, argv: func(args ...string) []string {
+			return append([]string{e.path}, args...)
+		}})
+	}
+	return tools
+}
+
+// Indexes into singleTools.
+const (
+	singleGit = iota
+	singleRefretry
+	singleFloor
+	singleExtras
+)
+
 func singleSection(b *strings.Builder, r *runner, cfg config, root string) error {
-	fmt.Fprintf(b, "### Single update\n\n%d calls of each tool per backend, in an order rotated by call; "+
-		"git writes `refs/heads/s<i>`, refretry `refs/heads/t<i>`, and a minimal Go wrapper (a Go program that only runs "+
-		"`git update-ref` with the same arguments and waits: the floor for any Go tool that starts git) `refs/heads/u<i>`, "+
-		"all in the same repository.\n\n", cfg.singleRuns)
+	fmt.Fprintf(b, "### Single update\n\n%d calls of each tool per backend, in an order rotated by call, all in the same repository, "+
+		"each tool writing its own `refs/heads/single/<tool>/<i>`. The minimal Go wrapper is a Go program that only runs "+
+		"`git update-ref` with the same arguments and waits: the floor for any Go tool that starts git. "+
+		"CPU (user+system) and minor page faults come from wait4 and include the git child a wrapper waited for.\n\n", cfg.singleRuns)
 	floor, err := buildFloor(root)
 	if err != nil {
 		return err
 	}
-	b.WriteString("| backend | tool | median (ms) | p90 (ms) | failures | refs verified |\n|---|---|--:|--:|--:|---|\n")
+	b.WriteString("| backend | tool | median wall (ms) | p90 wall (ms) | median CPU (ms) | median minor faults | failures | refs verified |\n" +
+		"|---|---|--:|--:|--:|--:|--:|---|\n")
+	var ratios strings.Builder
+	ratios.WriteString("| backend | ratio of medians | wall | CPU |\n|---|---|--:|--:|\n")
 	var notes []string
 	for _, format := range []string{"reftable", "files"} {
-		git, rr, fl, err := singleRuns(r, cfg, root, format, floor)
+		tools, err := singleRuns(r, cfg, root, format, floor)
 		if err != nil {
 			return fmt.Errorf("single update, %s: %w", format, err)
 		}
-		for _, row := range []struct {
-			name string
-			c    calls
-		}{{"git update-ref", git}, {"refretry", rr}, {"minimal Go wrapper", fl}} {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d/%d |\n", format, row.name,
-				millis(median(row.c.walls)), millis(percentile(row.c.walls, 90)),
-				row.c.failures, row.c.verified, len(row.c.walls))
+		for _, t := range tools {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d | %d | %d/%d |\n", format, cell(t.name),
+				millis(median(t.c.walls)), millis(percentile(t.c.walls, 90)), millis(median(t.c.cpu)),
+				median(t.c.minflt), t.c.failures, t.c.verified, len(t.c.walls))
 		}
-		notes = append(notes, fmt.Sprintf("refretry ÷ git, medians, %s: **%s** (minimal Go wrapper ÷ git: %s)", format,
-			ratio(median(rr.walls), median(git.walls)), ratio(median(fl.walls), median(git.walls))))
-		notes = append(notes, failureNotes(format, git, rr)...)
+		ratioRow := func(a, d int) {
+			fmt.Fprintf(&ratios, "| %s | %s ÷ %s | **%s** | **%s** |\n", format, cell(tools[a].name), cell(tools[d].name),
+				ratio(median(tools[a].c.walls), median(tools[d].c.walls)), ratio(median(tools[a].c.cpu), median(tools[d].c.cpu)))
+		}
+		ratioRow(singleRefretry, singleGit)
+		ratioRow(singleFloor, singleGit)
+		ratioRow(singleRefretry, singleFloor)
+		for k := singleExtras; k < len(tools); k++ {
+			ratioRow(k, singleGit)
+			ratioRow(k, singleFloor)
+			ratioRow(k, singleRefretry)
+		}
+		notes = append(notes, failureNotes(format, tools...)...)
 	}
-	b.WriteString("\n" + strings.Join(notes, "  \n") + "\n\n")
+	b.WriteString("\n" + ratios.String() + "\n")
+	if len(notes) > 0 {
+		b.WriteString(strings.Join(notes, "  \n") + "\n\n")
+	}
 	return nil
 }
 
-// singleRuns rotates single-ref updates of git, refretry and the minimal Go wrapper
-// in one fresh repository, then checks every ref.
-func singleRuns(r *runner, cfg config, root, format, floor string) (git, rr, fl calls, err error) {
+// singleRuns rotates single-ref updates of every tool in one fresh
+// repository, then checks every ref.
+func singleRuns(r *runner, cfg config, root, format, floor string) (tools []namedCalls, err error) {
 	rp, err := newRepo(r, root, format)
 	if err != nil {
-		return git, rr, fl, err
+		return nil, err
 	}
 	defer func() { err = errors.Join(err, rp.remove()) }()
-	gitTool, rrTool := overheadTools(cfg)
-	flTool := func(args ...string) []string { return append([]string{floor}, gitTool(args...)...) }
+	tools = singleTools(cfg, floor)
 	for i := range cfg.singleRuns {
-		steps := []func() error{
-			func() error { return singleCall(r, rp, gitTool, fmt.Sprintf("refs/heads/s%d", i), &git) },
-			func() error { return singleCall(r, rp, rrTool, fmt.Sprintf("refs/heads/t%d", i), &rr) },
-			func() error { return singleCall(r, rp, flTool, fmt.Sprintf("refs/heads/u%d", i), &fl) },
-		}
-		for k := range steps {
-			if err := steps[(i+k)%len(steps)](); err != nil {
-				return git, rr, fl, err
+		for k := range tools {
+			j := (i + k) % len(tools)
+			t := &tools[j]
+			o, err := r.measure(measureSpec{dir: rp.dir, argv: t.argv(singleRef(j, i), rp.oid)})
+			if err != nil {
+				return tools, err
 			}
+			t.c.add(o)
 		}
 	}
-	progress("single %s: git %s ms, refretry %s ms, minimal Go wrapper %s ms (medians)", format,
-		millis(median(git.walls)), millis(median(rr.walls)), millis(median(fl.walls)))
-	git.verified, rr.verified, fl.verified, err = countSingles(r, rp)
-	return git, rr, fl, err
-}
-
-func singleCall(r *runner, rp repo, t tool, ref string, c *calls) error {
-	o, err := r.measure(measureSpec{dir: rp.dir, argv: t(ref, rp.oid)})
-	if err != nil {
-		return err
+	summary := make([]string, len(tools))
+	for k, t := range tools {
+		summary[k] = fmt.Sprintf("%s %s ms", t.name, millis(median(t.c.walls)))
 	}
-	c.add(o)
-	return nil
+	progress("single %s (medians): %s", format, strings.Join(summary, ", "))
+	counts, err := countSingles(r, rp, len(tools))
+	for k := range tools {
+		tools[k].c.verified = counts[k]
+	}
+	return tools, err
 }
 
-// countSingles counts refs/heads/s*, t* and u* refs at the commit.
-func countSingles(r *runner, rp repo) (s, t, u int, err error) {
-	err = eachRef(r, rp, "refs/heads/", func(name, oid string) {
+func singleRef(tool, i int) string { return fmt.Sprintf("refs/heads/single/%d/%d", tool, i) }
+
+// countSingles counts, per tool, the refs/heads/single/<tool>/ refs at the
+// commit.
+func countSingles(r *runner, rp repo, tools int) ([]int, error) {
+	counts := make([]int, tools)
+	err := eachRef(r, rp, "refs/heads/single/", func(name, oid string) {
 		if oid != rp.oid {
 			return
 		}
-		switch {
-		case strings.HasPrefix(name, "refs/heads/s"):
-			s++
-		case strings.HasPrefix(name, "refs/heads/t"):
-			t++
-		case strings.HasPrefix(name, "refs/heads/u"):
-			u++
+		k, _, _ := strings.Cut(strings.TrimPrefix(name, "refs/heads/single/"), "/")
+		if i, err := strconv.Atoi(k); err == nil && i >= 0 && i < tools {
+			counts[i]++
 		}
 	})
-	return s, t, u, err
+	return counts, err
 }
 
 func batchSection(b *strings.Builder, r *runner, cfg config, root string) error {
@@ -164,7 +209,8 @@ func batchSection(b *strings.Builder, r *runner, cfg config, root string) error 
 			mib(slices.Max(git.hwmKiB)), mib(slices.Max(git.rssKiB)), git.failures, git.verified, len(git.walls))
 		fmt.Fprintf(b, "| %d | refretry | %s | **%s** | **%s** | %s | %d | %d/%d |\n", size, seconds(rm), ratio(rm, gm),
 			mib(slices.Max(rr.hwmKiB)), mib(slices.Max(rr.rssKiB)), rr.failures, rr.verified, len(rr.walls))
-		notes = append(notes, failureNotes(fmt.Sprintf("batch of %d", size), git, rr)...)
+		notes = append(notes, failureNotes(fmt.Sprintf("batch of %d", size),
+			namedCalls{name: "git update-ref", c: git}, namedCalls{name: "refretry", c: rr})...)
 	}
 	b.WriteString("\n")
 	if len(notes) > 0 {
@@ -243,12 +289,9 @@ func batchCall(r *runner, root string, t tool, input, oid string, size int, c *c
 	return nil
 }
 
-func failureNotes(what string, git, rr calls) []string {
+func failureNotes(what string, tools ...namedCalls) []string {
 	var notes []string
-	for _, x := range []struct {
-		name string
-		c    calls
-	}{{"git update-ref", git}, {"refretry", rr}} {
+	for _, x := range tools {
 		if x.c.firstErr != "" {
 			notes = append(notes, fmt.Sprintf("first failure, %s, %s: `%s`", what, x.name,
 				strings.ReplaceAll(x.c.firstErr, "`", "'")))

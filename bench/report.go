@@ -34,6 +34,9 @@ func machineSection(r *runner, cfg config) string {
 	}
 	row("settings", fmt.Sprintf("trials=%d writers=%s batches=%s single-runs=%d timeout=%v variants=%s",
 		cfg.trials, cfg.writers.String(), cfg.batches.String(), cfg.singleRuns, cfg.timeout, variants))
+	for _, e := range cfg.extras {
+		row("single-update extra", e.label+": `"+e.path+"`")
+	}
 	b.WriteString("\n")
 	return b.String()
 }
