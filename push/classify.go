@@ -3,6 +3,8 @@ package push
 import (
 	"strconv"
 	"strings"
+
+	"github.com/refretry/refretry/internal/gitmsg"
 )
 
 // Reasons in porcelain lines (never translated). The server's lock failures appear
@@ -297,11 +299,9 @@ func httpStatus(line string) int {
 
 // lastMessage is git's last "fatal:" or "error:" line, the usual summary of a failure.
 func lastMessage(stderr []byte) string {
-	lines := strings.Split(strings.TrimRight(string(stderr), "\n"), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.HasPrefix(lines[i], "fatal: ") || strings.HasPrefix(lines[i], "error: ") {
-			return lines[i]
-		}
+	lines := gitmsg.Lines(stderr)
+	if i := gitmsg.Final(lines); i >= 0 {
+		return lines[i]
 	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.TrimSpace(lines[i]) != "" {

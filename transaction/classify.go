@@ -61,14 +61,8 @@ func Classify(exitCode int, stderr []byte) *Error {
 		e.Message = strings.TrimRight(string(stderr), "\n")
 		return e
 	}
-	lines := strings.Split(strings.TrimRight(string(stderr), "\n"), "\n")
-	head := -1
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.HasPrefix(lines[i], "fatal: ") || strings.HasPrefix(lines[i], "error: ") {
-			head = i
-			break
-		}
-	}
+	lines := gitmsg.Lines(stderr)
+	head := gitmsg.Final(lines)
 	if head < 0 {
 		e.Message = strings.Join(lines, "\n")
 		return e

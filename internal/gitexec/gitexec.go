@@ -85,3 +85,14 @@ func WithConfig(env []string, kv ...[2]string) []string {
 	}
 	return append(out, fmt.Sprintf("GIT_CONFIG_COUNT=%d", count+len(kv)))
 }
+
+// WithLockWait returns env with git's own lock waits (reftable.lockTimeout,
+// core.filesRefLockTimeout, core.packedRefsTimeout) all set to d, through
+// GIT_CONFIG_COUNT: the caller's arguments, and git's messages, stay the caller's.
+func WithLockWait(env []string, d time.Duration) []string {
+	ms := strconv.FormatInt(d.Milliseconds(), 10)
+	return WithConfig(env,
+		[2]string{"reftable.lockTimeout", ms},
+		[2]string{"core.filesRefLockTimeout", ms},
+		[2]string{"core.packedRefsTimeout", ms})
+}

@@ -89,3 +89,19 @@ func StripCannotLockRef(line string) (inner, ref string) {
 	}
 	return rest[i+3:], rest[:i]
 }
+
+// Lines splits git's stderr into lines, without the final newline's empty line.
+func Lines(stderr []byte) []string {
+	return strings.Split(strings.TrimRight(string(stderr), "\n"), "\n")
+}
+
+// Final is the index in lines of git's last "fatal: " or "error: " line, the summary
+// of a failure that the lines after it (advice) explain; -1 when there is none.
+func Final(lines []string) int {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "fatal: ") || strings.HasPrefix(lines[i], "error: ") {
+			return i
+		}
+	}
+	return -1
+}
