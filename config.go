@@ -168,35 +168,48 @@ func readConfig(ctx context.Context, g *Globals, e env, git string) map[string]s
 	return cfg
 }
 
-// --coalesce (transaction/group.go, docs/coalescing.md) ---------------------------------
+// --coalesce (internal/group, docs/coalescing.md) -----------------------------------
 
-// coalescing applies --coalesce > REFRETRY_COALESCE > git config refretry.coalesce. The
-// flag and the environment are known at once, and an explicit "0" there keeps git config
-// unread. git config is read only if the transaction asks (Lookup), which it does only
-// when the repository's line is occupied, that is when the invocation would wait anyway:
-// an uncontended update starts no extra git.
-func coalescing(ctx context.Context, g *Globals, e env, git string) (transaction.Coalescing, error) {
+// coalesceMode says whether an invocation may join a group commit.
+type coalesceMode int
+
+const (
+	coalesceDefault coalesceMode = iota // on, unless git config says no (asked only by a leader)
+	coalesceOn                          // asked for: --coalesce, REFRETRY_COALESCE=1
+	coalesceOff                         // REFRETRY_COALESCE=0
+)
+
+// coalescing applies --coalesce > REFRETRY_COALESCE > git config refretry.coalesce >
+// default. The flag and the environment are known at once. git config is read only
+// by a leader about to commit a group (group.Config.Allowed), that is when there is
+// contention: an invocation that meets none starts no extra git.
+func coalescing(g *Globals, e env) (coalesceMode, error) {
 	if g.Coalesce {
-		return transaction.Coalescing{On: true}, nil
+		return coalesceOn, nil
 	}
-	if v := e.get("REFRETRY_COALESCE"); v != "" {
-		on, ok := gitBool(v)
-		if !ok {
-			return transaction.Coalescing{}, &usageError{fmt.Sprintf("REFRETRY_COALESCE=%q: not a boolean such as 1, true, 0 or false", v)}
-		}
-		return transaction.Coalescing{On: on}, nil
+	v := e.get("REFRETRY_COALESCE")
+	if v == "" {
+		return coalesceDefault, nil
 	}
-	return transaction.Coalescing{Lookup: func() bool {
-		v, set := readConfig(ctx, g, e, git)["refretry.coalesce"]
-		if !set {
-			return false
-		}
-		if v == "" {
-			return true // a bare "coalesce" line in a config file means true
-		}
-		on, _ := gitBool(v)
-		return on
-	}}, nil
+	on, ok := gitBool(v)
+	switch {
+	case !ok:
+		return coalesceOff, &usageError{fmt.Sprintf("REFRETRY_COALESCE=%q: not a boolean such as 1, true, 0 or false", v)}
+	case on:
+		return coalesceOn, nil
+	}
+	return coalesceOff, nil
+}
+
+// coalesceAllowed is git config's say on default coalescing: refretry.coalesce unset
+// or true.
+func coalesceAllowed(ctx context.Context, g *Globals, e env, git string) bool {
+	v, set := readConfig(ctx, g, e, git)["refretry.coalesce"]
+	if !set || v == "" { // a bare "coalesce" line in a config file means true
+		return true
+	}
+	on, ok := gitBool(v)
+	return on || !ok
 }
 
 // gitBool reads git's spellings of a boolean.

@@ -54,6 +54,7 @@ func splitPushArgs(args []string) (noAtomic, rebase bool, rest []string) {
 
 // Run runs the push.
 func (c *PushCmd) Run(ctx context.Context, g *Globals, s Streams, e env) error {
+	arm(ctx) // a push may take long: catch signals from the start (main.go)
 	if err := checkFlags(g, e); err != nil {
 		return err
 	}

@@ -140,7 +140,7 @@ func appendLine(path, line string) error {
 // (REFRETRY_TIMEOUT, …) and git config, as the shim's command line is git's.
 //
 // ctx is called only for update-ref: it sets up the signal handling the retries need.
-func runAsGit(ctx func() context.Context, args []string, s Streams, environ []string, self string,
+func runAsGit(ctx context.Context, args []string, s Streams, environ []string, self string,
 	execGit func(path string, args, env []string) (int, error)) int {
 	e := env(environ)
 	found, err := shim.Find(e.get, self)
@@ -165,7 +165,7 @@ func runAsGit(ctx func() context.Context, args []string, s Streams, environ []st
 	childEnv = setEnv(childEnv, shim.BypassVar, "1")
 	cmd := &UpdateRefCmd{Args: call.Args, GitArgs: call.Options}
 	g := &Globals{Dirs: call.Dirs, Git: found.Path}
-	return exitCodeOf(s.Stderr, cmd.Run(ctx(), g, s, env(childEnv)))
+	return exitCodeOf(s.Stderr, cmd.Run(ctx, g, s, env(childEnv)))
 }
 
 // setEnv returns a copy of environ with key set to value, replacing every earlier

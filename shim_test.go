@@ -378,7 +378,7 @@ func TestShimDecides(t *testing.T) {
 			gotPath, gotArgs, gotEnv = path, a, e
 			return 42, nil
 		}
-		ctx := func() context.Context { t.Fatalf("%q: a handed-off call set up signals", args); return nil }
+		ctx := context.WithValue(context.Background(), armKey{}, func() { t.Fatalf("%q: a handed-off call set up signals", args) })
 		code := runAsGit(ctx, args, Streams{nil, io.Discard, io.Discard}, environ, self, execGit)
 		if code != 42 || gotPath != realGit || !slices.Equal(gotArgs, args) {
 			t.Errorf("%q: exit %d, exec %s %q", args, code, gotPath, gotArgs)
@@ -390,7 +390,7 @@ func TestShimDecides(t *testing.T) {
 	// Under refretry (its git children have BypassVar), even update-ref goes to git.
 	called := false
 	execGit := func(path string, a, e []string) (int, error) { called = true; return 0, nil }
-	ctx := func() context.Context { t.Fatal("an update-ref under refretry was not handed to git"); return nil }
+	ctx := context.WithValue(context.Background(), armKey{}, func() { t.Fatal("an update-ref under refretry set up signals") })
 	runAsGit(ctx, []string{"update-ref", "refs/heads/x", "HEAD"}, Streams{nil, io.Discard, io.Discard},
 		append(slices.Clone(environ), shim.BypassVar+"=1"), self, execGit)
 	if !called {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refretry/refretry/internal/group"
+	"github.com/refretry/refretry/internal/platform"
+	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/transaction"
 )
@@ -27,7 +30,7 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 		return err
 	}
 	git := gitPath(g, e)
-	co, err := coalescing(ctx, g, e, git) // config.go, --coalesce
+	mode, err := coalescing(g, e) // config.go, --coalesce
 	if err != nil {
 		return err
 	}
@@ -43,9 +46,20 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 			return resolveSettings(ctx, g, e, git)
 		},
 		OnAttempt: lg.attempt,
-		Coalesce:  co, // --coalesce
+		// Signals are caught only once the run waits (main.go).
+		BeforeWait: armer(ctx),
 		// The shim's git global options (shim_cmd.go).
 		GlobalArgs: c.GitArgs,
+	}
+	start := time.Now()
+	if out, ok := c.join(ctx, g, e, git, mode, args, r); ok {
+		if out.Applied {
+			_, err := ls.Stderr.Write(out.Stderr)
+			lg.attempt(retry.Attempt{Number: 1, Duration: time.Since(start), Final: true})
+			lg.finish(0, nil)
+			return err
+		}
+		defer out.Lease.Release()
 	}
 	code, err := r.Run(ctx, args)
 	lg.finish(code, err) // prints report's line, and the summary when logging
@@ -56,6 +70,60 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 		return exitError(code)
 	}
 	return nil
+}
+
+// join hands a single-ref update to its repository's group commit when it may join
+// one (internal/group): coalescing not switched off, a form a group can carry, no
+// git options of the shim's, and the repository found in-process. ok is false when
+// it may not; otherwise out says whether it was applied, or else holds the line
+// (out.Lease) while the update runs the usual way.
+func (c *UpdateRefCmd) join(ctx context.Context, g *Globals, e env, git string, mode coalesceMode, args transaction.Args, r *transaction.Runner) (out group.Outcome, ok bool) {
+	if mode == coalesceOff || !args.Understood || args.Stdin || len(c.GitArgs) > 0 || !platform.RendezvousSupported {
+		return out, false
+	}
+	u, o, ok := group.Parse(args.Raw)
+	if !ok {
+		return out, false
+	}
+	d, ok := repo.Discover(g.Dirs, e)
+	if !ok {
+		return out, false
+	}
+	r.GitDir, r.CommonDir = d.GitDir, d.CommonDir // the Runner need not look again
+	return group.Join(ctx, group.Config{
+		Git: git, Dirs: g.Dirs, Env: e, GitDir: d.GitDir, CommonDir: d.CommonDir, Reftable: d.Reftable(),
+		Update: u, Options: o,
+		Default: mode == coalesceDefault,
+		Allowed: func() bool { return coalesceAllowed(ctx, g, e, git) },
+		GiveUp:  func(waited time.Duration) bool { return groupGiveUp(ctx, g, e, git, waited) },
+	}), true
+}
+
+// groupWaitBeforeConfig is how long an invocation waits for a group's leader before
+// it reads git config for its budget (a git process): in a storm of writers, waits of
+// a second or two are common, and a lookup each would cost more than the wait.
+const groupWaitBeforeConfig = 10 * time.Second
+
+// groupGiveUp says whether an invocation that has waited this long for a group's
+// leader should run alone: its budget (--timeout, REFRETRY_TIMEOUT, else git config
+// refretry.timeout, read only after groupWaitBeforeConfig) is spent.
+func groupGiveUp(ctx context.Context, g *Globals, e env, git string, waited time.Duration) bool {
+	var d time.Duration
+	for _, st := range settingsTable(g) {
+		if st.flag != "--timeout" {
+			continue
+		}
+		v, _ := st.explicit(e)
+		if v == "" && waited < groupWaitBeforeConfig {
+			return false
+		}
+		s, err := resolveSettings(ctx, g, e, git)
+		if err != nil {
+			return true // alone, where the bad setting is reported
+		}
+		d = s.Policy.Timeout
+	}
+	return d > 0 && waited >= d
 }
 
 // reportAttempt prints one line per retry: which attempt failed, why, and how long

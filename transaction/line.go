@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/refretry/refretry/internal/platform"
@@ -25,9 +26,10 @@ import (
 // still decides who writes. patience, asked only when the line is not empty, bounds
 // the wait: after it, or when ctx is done, the caller goes ahead without the line,
 // exactly as it would have without it. queued reports whether anyone was ahead.
-func waitInLine(ctx context.Context, dir string, patience func() time.Duration) (leave func(), queued bool) {
+// onWait is called before the wait, only when there is one.
+func waitInLine(ctx context.Context, dir string, patience func() time.Duration, onWait func()) (leave func(), queued bool) {
 	nop := func() {}
-	f, err := os.Open(dir)
+	f, err := openDir(dir)
 	if err != nil {
 		return nop, false
 	}
@@ -37,6 +39,7 @@ func waitInLine(ctx context.Context, dir string, patience func() time.Duration) 
 		f.Close() // no line here (or on this system): go ahead as without one
 		return nop, false
 	}
+	onWait()
 	w := startLineWait(f)
 	t := time.NewTimer(patience())
 	defer t.Stop()
@@ -53,6 +56,16 @@ func waitInLine(ctx context.Context, dir string, patience func() time.Duration) 
 		return func() { f.Close() }, true
 	}
 	return nop, true
+}
+
+// openDir opens dir for its lock. (Not with os.Open, which would also set up the
+// runtime's poller for it, a cost the common path does not need.)
+func openDir(dir string) (*os.File, error) {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return os.NewFile(uintptr(fd), dir), nil
 }
 
 // lineWait is a blocking wait for the line on f, in a goroutine of its own, that can

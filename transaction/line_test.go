@@ -12,6 +12,8 @@ import (
 	"github.com/refretry/refretry/internal/platform"
 )
 
+func nop() {}
+
 // TestLineOrder: the second process in line waits until the first leaves, then goes.
 func TestLineOrder(t *testing.T) {
 	t.Parallel()
@@ -19,13 +21,13 @@ func TestLineOrder(t *testing.T) {
 	ctx := context.Background()
 	forever := func() time.Duration { return time.Hour }
 
-	leave1, queued := waitInLine(ctx, dir, forever)
+	leave1, queued := waitInLine(ctx, dir, forever, nop)
 	if queued {
 		t.Fatal("first in an empty line reported queueing")
 	}
 	got := make(chan bool)
 	go func() {
-		leave2, queued := waitInLine(ctx, dir, forever)
+		leave2, queued := waitInLine(ctx, dir, forever, nop)
 		defer leave2()
 		got <- queued
 	}()
@@ -46,8 +48,8 @@ func TestLinePatience(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
-	leave1, _ := waitInLine(ctx, dir, nil)
-	leave2, queued := waitInLine(ctx, dir, func() time.Duration { return 50 * time.Millisecond })
+	leave1, _ := waitInLine(ctx, dir, nil, nop)
+	leave2, queued := waitInLine(ctx, dir, func() time.Duration { return 50 * time.Millisecond }, nop)
 	if !queued {
 		t.Fatal("an occupied line was not noticed")
 	}
@@ -56,7 +58,7 @@ func TestLinePatience(t *testing.T) {
 	// The abandoned wait must have let go: a third process gets the line at once.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		leave3, queued := waitInLine(ctx, dir, func() time.Duration { return 0 })
+		leave3, queued := waitInLine(ctx, dir, func() time.Duration { return 0 }, nop)
 		leave3()
 		if !queued {
 			break
@@ -68,21 +70,49 @@ func TestLinePatience(t *testing.T) {
 	}
 }
 
-// TestLineCanceled: cancelling the context ends the wait.
+// TestLineCanceled: cancelling the context ends the wait; the canceled process
+// reports that it queued, was told before it waited, and does not hold the line.
 func TestLineCanceled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	leave1, _ := waitInLine(context.Background(), dir, nil)
-	defer leave1()
+	leave1, _ := waitInLine(context.Background(), dir, nil, nop)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	waiting := make(chan struct{})
+	type result struct {
+		queued bool
+		leave  func()
+	}
+	done := make(chan result)
 	go func() {
-		leave, _ := waitInLine(ctx, dir, func() time.Duration { return time.Hour })
-		leave()
-		close(done)
+		leave, queued := waitInLine(ctx, dir, func() time.Duration { return time.Hour }, func() { close(waiting) })
+		done <- result{queued, leave}
 	}()
+	<-waiting
 	cancel()
-	<-done
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelling the context did not end the wait")
+	}
+	if !res.queued {
+		t.Error("a wait behind a holder did not report queueing")
+	}
+	res.leave()
+	leave1()
+	// The canceled waiter must not take the line later: a probe gets it at once.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		leave3, queued := waitInLine(context.Background(), dir, func() time.Duration { return 0 }, nop)
+		leave3()
+		if !queued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the canceled waiter took the line after all")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // TestLineReleasedOnDeath: the line belongs to a process; when it dies, even by
@@ -117,7 +147,7 @@ func TestLineReleasedOnDeath(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
 	}()
-	leave, _ := waitInLine(context.Background(), dir, func() time.Duration { return 20 * time.Second })
+	leave, _ := waitInLine(context.Background(), dir, func() time.Duration { return 20 * time.Second }, nop)
 	_ = holder.Wait()
 	if !busy() {
 		t.Error("after the holder died, this process should hold the line")

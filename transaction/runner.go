@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
 )
 
@@ -35,6 +35,10 @@ type Runner struct {
 	// sets GIT_DIR in Env to the same value, as git itself does. Coalescing is off
 	// when GlobalArgs is set: a group commit could not honour each caller's options.
 	GlobalArgs []string
+	// GitDir and CommonDir are the repository's directories if the caller has
+	// found them already (as internal/repo does); otherwise the Runner looks for
+	// them itself when it needs them.
+	GitDir, CommonDir string
 
 	// Stdin is the caller's input. With --stdin it is read by a goroutine as fast as it
 	// comes, independently of git; if git fails before the input ends, Run returns and
@@ -50,6 +54,11 @@ type Runner struct {
 	Settings func() (Settings, error)
 	// OnAttempt, if set, is called after every attempt. Attempt.Err is a *Error.
 	OnAttempt func(retry.Attempt)
+	// BeforeWait, if set, is called (once) before the Runner first waits for
+	// something other than a single git attempt: a retry, a place in the line, a
+	// --stdin session or a git run with the caller's streams. A command sets up its
+	// signal handling there, so that an update that needs one git pays nothing for it.
+	BeforeWait func()
 	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
 	Clock retry.Clock
 	Rand  func() float64
@@ -57,9 +66,6 @@ type Runner struct {
 	// SpoolMemory and SpoolDir configure where large input is kept between attempts.
 	SpoolMemory int
 	SpoolDir    string
-
-	// Coalesce lets single-ref invocations join group commits (group.go).
-	Coalesce Coalescing
 
 	// BreakStaleLocks removes a lock whose holder is proven dead, or which is older
 	// than the stale-after limit with no live holder on record, and retries
@@ -70,16 +76,16 @@ type Runner struct {
 	OnBreakLock     func(BrokenLock)
 
 	start        time.Time
+	waitOnce     sync.Once
 	settingsOnce sync.Once
 	settings     Settings
 	settingsErr  error
-	discovery    *repoDirs // discovered's answer once looked up; zero when not found
-	repoKnown    bool      // repoDirs has been looked up
-	repoDirs     repoDirs  // "" when unknown
-	lineDir      string    // where attempts queue (see enterLine); "" when they do not
-	lineLock     string    // the lock the line is for, when a failure named it
-	lockStale    bool      // the head of the line found the lock stale
-	lineHeld     string    // group.go: the line this process already holds, if any
+	discovery    *repo.Dirs // discovered's answer once looked up; zero when not found
+	repoKnown    bool       // repoDirs has been looked up
+	repoDirs     repo.Dirs  // "" when unknown
+	lineDir      string     // where attempts queue (see enterLine); "" when they do not
+	lineLock     string     // the lock the line is for, when a failure named it
+	lockStale    bool       // the head of the line found the lock stale
 }
 
 // ErrGitNotFound is matched (errors.Is) by the error Run returns when git cannot be
@@ -108,12 +114,6 @@ func (r *Runner) Run(ctx context.Context, args Args) (int, error) {
 	case args.Stdin:
 		return r.session(ctx, args)
 	default:
-		if len(r.GlobalArgs) > 0 { // GlobalArgs: no group commit
-			return r.single(ctx, args)
-		}
-		if ok, code, err := r.coalesced(ctx, args); ok { // group.go
-			return code, err
-		}
 		return r.single(ctx, args)
 	}
 }
@@ -129,6 +129,12 @@ func (r *Runner) updateRef(ctx context.Context, args Args) *exec.Cmd {
 	return r.command(ctx, append([]string{"update-ref"}, args.Raw...)...)
 }
 
+func (r *Runner) beforeWait() {
+	if r.BeforeWait != nil {
+		r.waitOnce.Do(r.BeforeWait)
+	}
+}
+
 // FirstLockWait is how long git itself waits for a lock in the first attempt. Each
 // later attempt doubles it, always bounded by what is left of the retry budget.
 const FirstLockWait = time.Second
@@ -142,11 +148,7 @@ const FirstLockWait = time.Second
 // and git's messages, stay the caller's.
 func (r *Runner) retryCommand(ctx context.Context, args Args, attempt int) *exec.Cmd {
 	cmd := r.updateRef(ctx, args)
-	ms := strconv.FormatInt(r.window(attempt).Milliseconds(), 10)
-	cmd.Env = gitexec.WithConfig(cmd.Env,
-		[2]string{"reftable.lockTimeout", ms},
-		[2]string{"core.filesRefLockTimeout", ms},
-		[2]string{"core.packedRefsTimeout", ms})
+	cmd.Env = gitexec.WithLockWait(cmd.Env, r.window(attempt))
 	return cmd
 }
 
@@ -194,11 +196,7 @@ func (r *Runner) enterLine(ctx context.Context, attempt int, ready bool) (leave 
 	if r.lineDir == "" || !ready {
 		return func() {}
 	}
-	if r.lineHeld == r.lineDir { // group.go: already at the head of this line
-		r.lockStale = r.heldLockStale()
-		return func() {}
-	}
-	leave, _ = waitInLine(ctx, r.lineDir, r.remaining)
+	leave, _ = waitInLine(ctx, r.lineDir, r.remaining, r.beforeWait)
 	r.lockStale = r.heldLockStale()
 	return leave
 }
@@ -224,6 +222,7 @@ func (r *Runner) heldLockStale() bool {
 // passthrough runs git once with the caller's streams: for arguments refretry cannot
 // read with certainty, git alone decides what they mean.
 func (r *Runner) passthrough(ctx context.Context, args Args) (int, error) {
+	r.beforeWait()
 	cmd := r.updateRef(ctx, args)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, r.Stdout, r.Stderr
 	return finish(cmd, cmd.Run(), nil)
@@ -238,6 +237,11 @@ func finish(cmd *exec.Cmd, runErr error, stderr []byte) (int, error) {
 	case !ran:
 		return 128, &StartError{Err: runErr}
 	}
+	return classify(code, stderr)
+}
+
+// classify is the outcome of a git that ran and exited with code.
+func classify(code int, stderr []byte) (int, error) {
 	if code == 0 {
 		return 0, nil
 	}
@@ -278,10 +282,24 @@ func (r *Runner) retrier(ctx context.Context) *retry.Retrier {
 // outcome is finish for an attempt that may be retried: a lock-contention failure
 // is checked for staleness before the retry loop sees it.
 func (r *Runner) outcome(ctx context.Context, cmd *exec.Cmd, runErr error, stderr []byte) (int, error) {
-	code, err := finish(cmd, runErr, stderr)
+	if _, ran := gitexec.ExitCode(cmd.ProcessState); !ran {
+		return finish(cmd, runErr, stderr)
+	}
+	code, _ := gitexec.ExitCode(cmd.ProcessState)
+	return r.classified(ctx, code, stderr)
+}
+
+// classified is classify for an attempt that may be retried: a lock-contention
+// failure is checked for staleness before the retry loop sees it, and the caller's
+// signal handling is set up before the retry loop waits.
+func (r *Runner) classified(ctx context.Context, code int, stderr []byte) (int, error) {
+	code, err := classify(code, stderr)
 	var e *Error
 	if errors.As(err, &e) {
 		r.checkStale(ctx, e)
+		if e.Class == ClassLockContention {
+			r.beforeWait()
+		}
 	}
 	return code, err
 }
@@ -316,21 +334,34 @@ func (r *Runner) checkStale(ctx context.Context, e *Error) {
 }
 
 // single runs the one-ref and -d forms. They do not read standard input, so each
-// attempt gets the caller's; their output is held until the attempt is known final.
+// attempt gets the caller's (when it is a file; else nothing). Their output is held
+// until the attempt is known final. git is started directly and its output read
+// through pipes in this goroutine (gitexec.Run): no goroutines, no poller.
 func (r *Runner) single(ctx context.Context, args Args) (int, error) {
 	var out, errOut *Spool
 	defer func() { closeSpools(out, errOut) }()
+	stdin, _ := r.Stdin.(*os.File)
+	gitArgs := append(append(append(make([]string, 0, len(r.GlobalArgs)+1+len(args.Raw)), r.GlobalArgs...), "update-ref"), args.Raw...)
 	code := 0
 	_, err := r.retrier(ctx).Do(ctx, func(ctx context.Context, n int) error {
 		closeSpools(out, errOut)
 		out, errOut = NewSpool(r.SpoolMemory, r.SpoolDir), NewSpool(r.SpoolMemory, r.SpoolDir)
 		leave := r.enterLine(ctx, n, true)
 		defer leave()
-		cmd := r.retryCommand(ctx, args, n)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, out, errOut
-		runErr := cmd.Run()
 		var err error
-		code, err = r.outcome(ctx, cmd, runErr, errOut.Tail(classifyTail))
+		code, err = gitexec.Run(ctx, gitexec.Spec{
+			Git: r.Git, Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(n)), Args: gitArgs, Stdin: stdin,
+		}, out, errOut)
+		var se *gitexec.StartError
+		switch {
+		case errors.As(err, &se):
+			code = 128
+			return startFailure(ctx, se.Err)
+		case err != nil:
+			code = 128
+			return err
+		}
+		code, err = r.classified(ctx, code, errOut.Tail(classifyTail))
 		return err
 	})
 	if errors.Is(err, ErrGitNotFound) {
@@ -345,10 +376,6 @@ func (r *Runner) single(ctx context.Context, args Args) (int, error) {
 	return code, err
 }
 
-// classifyTail is how much of the end of stderr the classifier reads: git's final
-// message, with its advice, is far shorter.
-const classifyTail = 64 << 10
-
 func closeSpools(ss ...*Spool) {
 	for _, s := range ss {
 		if s != nil {
@@ -356,3 +383,15 @@ func closeSpools(ss ...*Spool) {
 		}
 	}
 }
+
+// startFailure is the error for a git that could not be started.
+func startFailure(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted before git started: %w", ctx.Err())
+	}
+	return &StartError{Err: err}
+}
+
+// classifyTail is how much of the end of stderr the classifier reads: git's final
+// message, with its advice, is far shorter.
+const classifyTail = 64 << 10

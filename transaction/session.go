@@ -41,6 +41,7 @@ type session struct {
 }
 
 func (r *Runner) session(ctx context.Context, args Args) (int, error) {
+	r.beforeWait()
 	s := &session{r: r, args: args, log: NewSpool(r.SpoolMemory, r.SpoolDir)}
 	defer s.log.Close()
 

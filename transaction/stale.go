@@ -1,6 +1,8 @@
 package transaction
 
 import (
+	"github.com/refretry/refretry/internal/repo"
+
 	"bytes"
 	"context"
 	"os"
@@ -67,7 +69,7 @@ func (r *Runner) reftableLock(ctx context.Context) string {
 		return ""
 	}
 	path := ""
-	for _, dir := range []string{d.commonDir, d.gitDir} {
+	for _, dir := range []string{d.CommonDir, d.GitDir} {
 		p := filepath.Join(dir, "reftable", "tables.list.lock")
 		if path == "" {
 			path = p
@@ -81,9 +83,9 @@ func (r *Runner) reftableLock(ctx context.Context) string {
 
 // repo returns the repository's directories: found in-process when that is certain,
 // else from git rev-parse. The answer is cached.
-func (r *Runner) repo(ctx context.Context) (repoDirs, bool) {
+func (r *Runner) repo(ctx context.Context) (repo.Dirs, bool) {
 	if r.repoKnown {
-		return r.repoDirs, r.repoDirs.gitDir != ""
+		return r.repoDirs, r.repoDirs.GitDir != ""
 	}
 	r.repoKnown = true
 	if d, ok := r.discovered(); ok {
@@ -92,33 +94,32 @@ func (r *Runner) repo(ctx context.Context) (repoDirs, bool) {
 	}
 	out, err := r.command(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir").Output()
 	if err != nil {
-		return repoDirs{}, false
+		return repo.Dirs{}, false
 	}
 	common, gitDir, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	r.repoDirs = repoDirs{gitDir: gitDir, commonDir: common}
+	r.repoDirs = repo.Dirs{GitDir: gitDir, CommonDir: common}
 	return r.repoDirs, gitDir != ""
 }
 
-// discovered is discover's answer for this Runner, looked up once: the line, the
-// stale-lock check and group commit all ask.
-func (r *Runner) discovered() (repoDirs, bool) {
+// discovered is repo.Discover's answer for this Runner, looked up once: the line and
+// the stale-lock check both ask.
+func (r *Runner) discovered() (repo.Dirs, bool) {
 	if r.discovery == nil {
-		d, _ := discover(r.Dirs, r.Env) // the zero repoDirs when not found
+		d := repo.Dirs{GitDir: r.GitDir, CommonDir: r.CommonDir}
+		if d.GitDir == "" {
+			d, _ = repo.Discover(r.Dirs, r.Env) // the zero Dirs when not found
+		}
 		r.discovery = &d
 	}
-	return *r.discovery, r.discovery.gitDir != ""
+	return *r.discovery, r.discovery.GitDir != ""
 }
 
 // reftableDir is the repository's reftable directory when refretry can tell, without
 // starting a process, that the repository uses reftable; "" otherwise.
 func (r *Runner) reftableDir() string {
 	d, ok := r.discovered()
-	if !ok {
+	if !ok || !d.Reftable() {
 		return ""
 	}
-	dir := filepath.Join(d.commonDir, "reftable")
-	if _, err := os.Stat(filepath.Join(dir, "tables.list")); err != nil {
-		return ""
-	}
-	return dir
+	return filepath.Join(d.CommonDir, "reftable")
 }

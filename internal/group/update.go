@@ -1,29 +1,22 @@
-//go:build unix
-
-package transaction
+package group
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
 )
 
-// groupUpdate is one invocation that may join a group commit: a single-ref update or
-// delete whose values are full object ids, so that git resolves nothing differently
-// inside a group than it would have for the invocation alone.
-type groupUpdate struct {
-	Ref    string `json:"ref"`
-	Delete bool   `json:"delete,omitempty"`
-	New    string `json:"new,omitempty"` // full hex object id; not for Delete
-	Old    string `json:"old,omitempty"` // full hex object id, or "" (the empty <old>)
-	HasOld bool   `json:"has_old,omitempty"`
+// Update is one invocation's single-ref update or delete, in a form a group can carry:
+// its values are full object ids, so that git resolves nothing differently inside a
+// group than it would have for the invocation alone.
+type Update struct {
+	Ref    string
+	Delete bool
+	New    string // full hex object id; not for Delete
+	Old    string // full hex object id, or "" (the empty <old>)
+	HasOld bool
 }
 
-// groupOptions are the command-line options a group shares: its git runs with them.
-type groupOptions struct {
+// Options are the command-line options a group shares: its git runs with them.
+type Options struct {
 	Msg          string
 	HasMsg       bool
 	NoDeref      bool
@@ -31,7 +24,7 @@ type groupOptions struct {
 }
 
 // args are the options as passed to the group's git, before --stdin -z.
-func (o groupOptions) args() []string {
+func (o Options) args() []string {
 	var a []string
 	if o.HasMsg {
 		a = append(a, "-m", o.Msg)
@@ -45,7 +38,7 @@ func (o groupOptions) args() []string {
 	return a
 }
 
-// parseCoalescable reads the single-ref forms
+// Parse reads the single-ref forms of update-ref's arguments
 //
 //	[-m <msg>] [--no-deref] [--create-reflog] <ref> <new> [<old>]
 //	[-m <msg>] [--no-deref] -d <ref> [<old>]
@@ -54,8 +47,9 @@ func (o groupOptions) args() []string {
 // -m<msg>), values that are full lower-case hex object ids (or an empty <old>), and a
 // ref under refs/ that is plainly valid and shared by all worktrees. Anything else
 // (abbreviations, bundles, --, revision expressions, per-worktree refs, names git
-// might reject) is not coalesced: it runs as git alone would run it. ok is false then.
-func parseCoalescable(raw []string) (u groupUpdate, o groupOptions, ok bool) {
+// might reject) cannot join a group: it runs as git alone would run it. ok is false
+// then.
+func Parse(raw []string) (u Update, o Options, ok bool) {
 	var operands []string
 	for i := 0; i < len(raw); i++ {
 		a := raw[i]
@@ -118,7 +112,7 @@ func parseCoalescable(raw []string) (u groupUpdate, o groupOptions, ok bool) {
 // command is the update in update-ref's --stdin -z syntax, with the meaning the
 // command-line form gives it: an empty <old> means "must not exist" (a zero id) for
 // an update, and an empty or zero <old> means "don't care" for -d.
-func (u groupUpdate) command() string {
+func (u Update) command() string {
 	if u.Delete {
 		old := ""
 		if u.HasOld && u.Old != "" && !isZeroHex(u.Old) {
@@ -166,7 +160,7 @@ func plainSharedRef(ref string) bool {
 			return false
 		}
 	}
-	for _, comp := range strings.Split(ref, "/") {
+	for comp := range strings.SplitSeq(ref, "/") {
 		if comp == "" || comp[0] == '.' || comp[len(comp)-1] == '.' || strings.HasSuffix(comp, ".lock") {
 			return false
 		}
@@ -180,76 +174,4 @@ func plainSharedRef(ref string) bool {
 		}
 	}
 	return !strings.Contains(ref, "..")
-}
-
-// keyEnv lists the environment variables, besides every GIT_*, that can change what
-// git writes or how: which configuration it reads, the reflog identity and time zone,
-// what hooks find on PATH.
-var keyEnv = []string{"HOME", "XDG_CONFIG_HOME", "EMAIL", "TZ", "PATH", "USER", "LOGNAME"}
-
-// groupKey is what invocations must share to be committed by one git: the options,
-// the repository, the git executable, the user and umask, and the environment that
-// git reads. Invocations with different keys are never grouped.
-func groupKey(o groupOptions, d repoDirs, git string, env []string) string {
-	h := sha256.New()
-	field := func(s string) {
-		h.Write([]byte(strconv.Itoa(len(s))))
-		h.Write([]byte{':'})
-		h.Write([]byte(s))
-	}
-	field("refretry-group-v1")
-	field(strconv.FormatBool(o.HasMsg))
-	field(o.Msg)
-	field(strconv.FormatBool(o.NoDeref))
-	field(strconv.FormatBool(o.CreateReflog))
-	field(d.gitDir)
-	field(d.commonDir)
-	field(git)
-	field(strconv.Itoa(os.Getuid()))
-	field(umask())
-	// The last value of a key wins, as for getenv.
-	vals := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "GIT_") || slices.Contains(keyEnv, k) {
-			vals[k] = v
-		}
-	}
-	keys := make([]string, 0, len(vals))
-	for k := range vals {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		field(k)
-		field(vals[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// umask reads this process's umask from /proc (files git creates get their mode from
-// it); "" when it cannot be read.
-func umask() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-// traced reports whether env asks git for trace output, which goes to the stderr of
-// whichever git runs: such invocations are not coalesced.
-func traced(env []string) bool {
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "GIT_TRACE") && v != "" && v != "0" && !strings.EqualFold(v, "false") {
-			return true
-		}
-	}
-	return false
 }

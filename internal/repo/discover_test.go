@@ -1,4 +1,4 @@
-package transaction
+package repo
 
 import (
 	"os"
@@ -53,7 +53,7 @@ func TestDiscoverMatchesGit(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			env := append(append([]string{}, reftable.Env...), c.env...)
-			got, ok := discover(c.dirs, env)
+			got, ok := Discover(c.dirs, env)
 			if ok != c.wantOK {
 				t.Fatalf("discover ok = %v (%+v), want %v", ok, got, c.wantOK)
 			}
@@ -71,8 +71,8 @@ func TestDiscoverMatchesGit(t *testing.T) {
 				t.Fatalf("git rev-parse: %v", err)
 			}
 			gitDir, common, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-			if real(t, got.gitDir) != real(t, gitDir) || real(t, got.commonDir) != real(t, common) {
-				t.Errorf("discover = git dir %s, common dir %s; git says %s, %s", got.gitDir, got.commonDir, gitDir, common)
+			if real(t, got.GitDir) != real(t, gitDir) || real(t, got.CommonDir) != real(t, common) {
+				t.Errorf("discover = git dir %s, common dir %s; git says %s, %s", got.GitDir, got.CommonDir, gitDir, common)
 			}
 		})
 	}

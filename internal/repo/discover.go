@@ -1,4 +1,5 @@
-package transaction
+// Package repo finds the repository a git command would use, without starting git.
+package repo
 
 import (
 	"os"
@@ -6,22 +7,29 @@ import (
 	"strings"
 )
 
-// repoDirs are the directories of the repository git would use.
-type repoDirs struct {
-	gitDir, commonDir string
+// Dirs are the directories of the repository git would use.
+type Dirs struct {
+	GitDir, CommonDir string
 }
 
-// discover finds the repository the way git's discovery does in the common cases,
+// Reftable reports whether the repository keeps its refs in reftable, by the
+// presence of reftable/tables.list in its common directory.
+func (d Dirs) Reftable() bool {
+	_, err := os.Stat(filepath.Join(d.CommonDir, "reftable", "tables.list"))
+	return err == nil
+}
+
+// Discover finds the repository the way git's discovery does in the common cases,
 // without starting a process: GIT_DIR and GIT_COMMON_DIR when set, else the nearest
 // directory at or above the working directory (after the -C directories) that has a
 // .git directory or gitfile, or is itself a git directory. It gives up (ok false) where
 // git's rules get subtle (GIT_CEILING_DIRECTORIES, a gitfile it cannot read), and the
 // caller then asks git. The result only tells refretry where to look for a lock and
 // where to queue; a wrong answer cannot change what git writes.
-func discover(dirs []string, env []string) (repoDirs, bool) {
+func Discover(dirs []string, env []string) (Dirs, bool) {
 	start, err := os.Getwd()
 	if err != nil {
-		return repoDirs{}, false
+		return Dirs{}, false
 	}
 	for _, d := range dirs {
 		if d != "" {
@@ -37,7 +45,7 @@ func discover(dirs []string, env []string) (repoDirs, bool) {
 		return ""
 	}
 	if get("GIT_CEILING_DIRECTORIES") != "" || get("GIT_DISCOVERY_ACROSS_FILESYSTEM") != "" {
-		return repoDirs{}, false
+		return Dirs{}, false
 	}
 	gitDir := ""
 	if d := get("GIT_DIR"); d != "" {
@@ -45,7 +53,7 @@ func discover(dirs []string, env []string) (repoDirs, bool) {
 	} else {
 		for dir := start; ; dir = filepath.Dir(dir) {
 			if g, ok, fail := dotGit(dir); fail {
-				return repoDirs{}, false
+				return Dirs{}, false
 			} else if ok {
 				gitDir = g
 				break
@@ -55,7 +63,7 @@ func discover(dirs []string, env []string) (repoDirs, bool) {
 				break
 			}
 			if dir == filepath.Dir(dir) {
-				return repoDirs{}, false
+				return Dirs{}, false
 			}
 		}
 	}
@@ -65,7 +73,7 @@ func discover(dirs []string, env []string) (repoDirs, bool) {
 	} else if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
 		common = abs(gitDir, strings.TrimRight(string(b), "\r\n"))
 	}
-	return repoDirs{gitDir: gitDir, commonDir: common}, true
+	return Dirs{GitDir: gitDir, CommonDir: common}, true
 }
 
 // dotGit looks for dir/.git: a directory, or a gitfile naming one. fail means git

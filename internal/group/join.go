@@ -1,0 +1,57 @@
+package group
+
+import (
+	"context"
+	"time"
+)
+
+// Config is one invocation that may join a group commit.
+type Config struct {
+	Git  string   // the git executable
+	Dirs []string // -C directories, in order
+	Env  []string // the caller's whole environment
+	// GitDir and CommonDir are the repository's, as found by the caller.
+	GitDir, CommonDir string
+
+	// Reftable is set when the repository keeps its refs in reftable: a group is
+	// then committed as one transaction, unless a reference-transaction hook would
+	// see it; elsewhere each update is a transaction of its own, in one git.
+	Reftable bool
+
+	Update  Update
+	Options Options
+
+	// Default is set when coalescing was not asked for but is on by default: a
+	// group is then formed only when Allowed (nil: yes) says so. Allowed, and
+	// whether a hook exists, are asked only by a leader about to form a group, and
+	// its answers are passed on to the next leader for a second.
+	Default bool
+	Allowed func() bool
+	// GiveUp is asked, while this invocation waits for a leader, whether it has
+	// waited long enough (waited is counted from Join) and should run its update
+	// alone. It is first asked after a second. Nil: after a minute.
+	GiveUp func(waited time.Duration) bool
+}
+
+// Outcome is what became of an invocation's update.
+type Outcome struct {
+	// Applied: a group's git committed the update; Stderr is what that git wrote on
+	// its standard error (normally nothing), which the caller prints as its own.
+	Applied bool
+	Stderr  []byte
+	// Otherwise the caller runs its update itself, the usual way. If Lease is set,
+	// this process leads: whoever comes meanwhile waits behind it, and the caller
+	// calls Lease.Release when its update has run.
+	Lease *Lease
+}
+
+// firstPatience is how long a member waits before it asks whether to give up.
+const firstPatience = time.Second
+
+// Join hands the update to its repository's group commit and returns its outcome. It
+// never returns an update that may still be applied by another process as not
+// applied. ctx ends the wait; the outcome is then "run it yourself", and the caller
+// sees ctx's error.
+func Join(ctx context.Context, c Config) Outcome {
+	return join(ctx, &c)
+}

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package group
+
+import "context"
+
+// Lease is never handed out here.
+type Lease struct{}
+
+// Release does nothing here.
+func (s *Lease) Release() {}
+
+// join always answers "run it yourself": group commit needs Linux (see the package
+// documentation).
+func join(ctx context.Context, c *Config) Outcome { return Outcome{} }

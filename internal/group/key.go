@@ -1,0 +1,113 @@
+//go:build linux
+
+package group
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// keyEnv lists the environment variables, besides every GIT_*, that can change what
+// git writes or how: which configuration it reads, the reflog identity and time zone,
+// what hooks find on PATH.
+var keyEnv = []string{"HOME", "XDG_CONFIG_HOME", "EMAIL", "TZ", "PATH", "USER", "LOGNAME"}
+
+// key is what invocations must share to be committed by one git: the options, the
+// repository (by path, and the mount namespace the paths are read in), the working
+// directory and -C directories (relative paths in the environment are read from
+// there), the git executable, the user and umask, whether coalescing was asked for
+// or is the default, and the environment git reads. Invocations with different keys
+// are never grouped.
+func key(c *Config) string {
+	h := sha256.New()
+	field := func(s string) {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	field("refretry-group-v2")
+	o := c.Options
+	field(strconv.FormatBool(o.HasMsg))
+	field(o.Msg)
+	field(strconv.FormatBool(o.NoDeref))
+	field(strconv.FormatBool(o.CreateReflog))
+	field(strconv.FormatBool(c.Default))
+	field(c.GitDir)
+	field(c.CommonDir)
+	field(c.Git)
+	field(strings.Join(c.Dirs, "\x00"))
+	wd, _ := os.Getwd()
+	field(wd)
+	field(strconv.Itoa(os.Getuid()))
+	field(umask())
+	ns, _ := os.Readlink("/proc/self/ns/mnt") // "" where there is none to read
+	field(ns)
+	// The last value of a variable wins, as for getenv.
+	vals := map[string]string{}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_") || slices.Contains(keyEnv, k) {
+			vals[k] = v
+		}
+	}
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		field(k)
+		field(vals[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// umask is this process's umask (files git creates get their mode from it), as
+// /proc reports it: setting it to read it would change it for a moment for the whole
+// process.
+func umask() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// rendezvousName is where the invocations of one user on one repository meet: it
+// names the common directory by its device and inode, which no other repository
+// shares, whatever path reaches it.
+func rendezvousName(commonDir string) (string, bool) {
+	fi, err := os.Stat(commonDir)
+	if err != nil {
+		return "", false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(strconv.FormatUint(uint64(st.Dev), 10) + ":" +
+		strconv.FormatUint(uint64(st.Ino), 10) + ":" + strconv.Itoa(os.Getuid())))
+	return "refretry/group/v2/" + hex.EncodeToString(sum[:16]), true
+}
+
+// traced reports whether env asks git for trace output, which goes to the stderr of
+// whichever git runs: such invocations are not grouped.
+func traced(env []string) bool {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_TRACE") && v != "" && v != "0" && !strings.EqualFold(v, "false") {
+			return true
+		}
+	}
+	return false
+}
