@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,71 +13,51 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refretry/refretry/internal/group"
+	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/testutil"
 )
 
-// Tests of --coalesce (transaction/group*.go, docs/coalescing.md) against real git,
-// with the built binary.
+// Tests of group commit (internal/group, docs/coalescing.md) against real git, with
+// the built binary. Coalescing is on by default, so the invocations here set nothing.
 
 // coalesceRun is one refretry invocation in a coalescing test.
 type coalesceRun struct {
 	args []string
+	env  []string // added to the repository's environment
 	res  result
 	cmd  *exec.Cmd
 }
 
-// lineDir is the directory coalescing invocations queue on: reftable's, or the
-// store's on the files backend.
-func lineDir(r *testutil.Repo) string {
-	if r.Backend == "reftable" {
-		return filepath.Join(r.GitDir, "reftable")
+// rendezvous is where the repository's invocations meet.
+func rendezvous(t *testing.T, r *testutil.Repo) string {
+	t.Helper()
+	n, ok := group.Name(r.GitDir)
+	if !ok {
+		t.Fatal("no rendezvous name")
 	}
-	return filepath.Join(r.GitDir, "refretry")
+	return n
 }
 
-// holdLine takes the line, so that invocations started now all queue and form
-// groups when it is released.
+// holdLine takes the line, so that invocations started now all queue behind it;
+// release hands it to the first of them, which leads everyone queued.
 func holdLine(t *testing.T, r *testutil.Repo) (release func()) {
 	t.Helper()
-	dir := lineDir(r)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(dir)
+	l, err := platform.Listen(rendezvous(t, r))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	return func() { f.Close() }
+	return func() { group.HandOver(l) }
 }
 
-// waitPending waits until n updates are pending in the store.
-func waitPending(t *testing.T, r *testutil.Repo, n int) {
-	t.Helper()
-	dir := filepath.Join(r.GitDir, "refretry", "pending")
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		ents, _ := os.ReadDir(dir)
-		if len(ents) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d updates pending", len(ents), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// startCoalescing starts refretry with REFRETRY_COALESCE=1 for each run; wait waits
-// for all of them and records their results.
+// startCoalescing starts refretry for each run; wait waits for all of them and
+// records their results.
 func startCoalescing(t *testing.T, r *testutil.Repo, runs []*coalesceRun) (wait func()) {
 	t.Helper()
 	var done sync.WaitGroup
 	for _, c := range runs {
 		c.cmd = commandIn(r, binary, c.args...)
-		c.cmd.Env = append(c.cmd.Env, "REFRETRY_COALESCE=1")
+		c.cmd.Env = append(c.cmd.Env, c.env...)
 		var out, errOut bytes.Buffer
 		c.cmd.Stdout, c.cmd.Stderr = &out, &errOut
 		if err := c.cmd.Start(); err != nil {
@@ -107,15 +86,53 @@ func childExit(err error) int {
 	return 0
 }
 
-// runAll starts the runs with the line held until every one of them is pending, then
+// runAll starts the runs with the line held until every one of them is queued, then
 // lets them go and waits for all.
 func runAll(t *testing.T, r *testutil.Repo, runs []*coalesceRun) {
 	t.Helper()
 	release := holdLine(t, r)
 	wait := startCoalescing(t, r, runs)
-	waitPending(t, r, len(runs))
+	testutil.WaitQueued(t, rendezvous(t, r), len(runs))
 	release()
 	wait()
+}
+
+// gitProcesses installs a reference-transaction hook that records, for every
+// committed transaction, the git process that ran it and how many updates it had;
+// gits returns how many transactions each git committed.
+func gitProcesses(t *testing.T, r *testutil.Repo) (gits func() map[string]int, updates func() []string) {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "hook.log")
+	hook := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = committed ]; then echo \"$PPID $(wc -l)\" >>'%s'; fi\n", log)
+	if err := os.WriteFile(filepath.Join(r.GitDir, "hooks", "reference-transaction"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	read := func() []string {
+		b, err := os.ReadFile(log)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	gits = func() map[string]int {
+		n := map[string]int{}
+		for _, line := range read() {
+			if pid, _, ok := strings.Cut(line, " "); ok {
+				n[pid]++
+			}
+		}
+		return n
+	}
+	updates = func() []string {
+		var out []string
+		for _, line := range read() {
+			if _, k, ok := strings.Cut(line, " "); ok {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	return gits, updates
 }
 
 // setRefs sets refs with one plain git transaction.
@@ -141,8 +158,9 @@ func coalesceBackends(t *testing.T) []backendCase {
 // updates, deletes, with two reflog messages), a known subset of which fail on stale
 // old values. Exactly those fail, each with the bytes and exit code plain git gives
 // for its own command; all others succeed silently; every ref ends as it should, its
-// reflog has one entry per applied update, with its invocation's message; and groups
-// really formed (the reference-transaction hook saw more than one update at once).
+// reflog has one entry per applied update, with its invocation's message; groups
+// really formed (one git committed several transactions); and, as the repository has
+// a reference-transaction hook, each transaction held one update, as from plain git.
 func TestCoalesceMixed(t *testing.T) {
 	t.Parallel()
 	for _, bc := range coalesceBackends(t) {
@@ -202,19 +220,10 @@ func TestCoalesceMixed(t *testing.T) {
 				t.Fatalf("%d runs", len(runs))
 			}
 			setRefs(t, r, pre)
-			hookLog := filepath.Join(t.TempDir(), "hook.log")
-			hook := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = committed ]; then wc -l >>'%s'; fi\n", hookLog)
-			hookPath := filepath.Join(r.GitDir, "hooks", "reference-transaction")
-			if err := os.WriteFile(hookPath, []byte(hook), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			gits, updates := gitProcesses(t, r)
 			rand.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
 			runAll(t, r, runs)
-			log, err := os.ReadFile(hookLog)
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.Remove(hookPath)
+			os.Remove(filepath.Join(r.GitDir, "hooks", "reference-transaction"))
 
 			for _, c := range runs {
 				if !fails[c] {
@@ -249,23 +258,27 @@ func TestCoalesceMixed(t *testing.T) {
 					t.Errorf("%s: %d reflog entries, want 2 (set, then updated once)", ref, n)
 				}
 			}
-			grouped := false
-			for _, line := range strings.Fields(string(log)) {
-				if line != "1" && line != "0" {
-					grouped = true
-				}
+			most := 0
+			for _, n := range gits() {
+				most = max(most, n)
 			}
-			if !grouped {
-				t.Errorf("no transaction had more than one update: %q", log)
+			if most < 2 {
+				t.Errorf("no git committed more than one invocation's update: %v", gits())
+			}
+			for _, k := range updates() {
+				if k != "1" {
+					t.Errorf("a transaction with %s updates: the hook sees other invocations' updates", k)
+					break
+				}
 			}
 		})
 	}
 }
 
-// TestCoalesceLeaderKilled kills the leader of a group with SIGKILL at a random point
-// of its work, 20 times: nothing is lost or applied twice, and every invocation that
-// survived reports what the repository shows.
-func TestCoalesceLeaderKilled(t *testing.T) {
+// TestCoalesceKilled kills three invocations of a group storm with SIGKILL at random
+// moments (leaders and members alike), 20 times: nothing is lost or applied twice,
+// and every invocation that survived reports what the repository shows.
+func TestCoalesceKilled(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
 	for run := range 20 {
@@ -292,11 +305,16 @@ func TestCoalesceLeaderKilled(t *testing.T) {
 			setRefs(t, r, pre)
 			release := holdLine(t, r)
 			wait := startCoalescing(t, r, runs)
-			waitPending(t, r, n)
-			killed := make(chan int, 1)
-			go func() { killed <- killLeader(r, time.Duration(rand.IntN(12000))*time.Microsecond) }()
+			testutil.WaitQueued(t, rendezvous(t, r), n)
+			victims := map[int]bool{}
+			for len(victims) < 3 {
+				victims[rand.IntN(n)] = true
+			}
 			release()
-			victim := <-killed
+			for v := range victims {
+				time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+				syscall.Kill(runs[v].cmd.Process.Pid, syscall.SIGKILL)
+			}
 			wait()
 			got := r.Refs("refs/heads/k/")
 			for i, c := range runs {
@@ -316,53 +334,15 @@ func TestCoalesceLeaderKilled(t *testing.T) {
 				if applied && entries != 1 || !applied && entries != 0 {
 					t.Errorf("%s: applied %v with %d reflog entries", refs[i], applied, entries)
 				}
-				if c.cmd.Process.Pid == victim {
-					t.Logf("killed leader %d (exit %d): its update %s applied", victim, c.res.code, map[bool]string{true: "was", false: "was not"}[applied])
-					continue // its outcome is unknown, as with a killed git
+				if victims[i] {
+					continue // its outcome is unknown to its caller, as with a killed git
 				}
-				switch {
-				case c.res.code == 0 && !applied:
-					t.Errorf("%s: reported success, not applied (%+v)", refs[i], c.res)
-				case c.res.code != 0:
-					t.Errorf("%s: %+v; want success", refs[i], c.res)
+				if c.res.code != 0 || !applied {
+					t.Errorf("%s: %+v, applied %v; want success", refs[i], c.res, applied)
 				}
-			}
-			if victim == 0 {
-				t.Log("no group leader was seen to kill")
 			}
 		})
 	}
-}
-
-// killLeader waits for a group record, then kills its leader after delay.
-func killLeader(r *testutil.Repo, delay time.Duration) int {
-	dir := filepath.Join(r.GitDir, "refretry", "groups")
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			if strings.Contains(e.Name(), ".") {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				continue
-			}
-			var rec struct {
-				Leader struct {
-					PID int `json:"pid"`
-				} `json:"leader"`
-			}
-			if json.Unmarshal(b, &rec) != nil || rec.Leader.PID == 0 {
-				continue
-			}
-			time.Sleep(delay)
-			syscall.Kill(rec.Leader.PID, syscall.SIGKILL)
-			return rec.Leader.PID
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-	return 0
 }
 
 // TestCoalesceSameRef: compare-and-swap updates of one ref from many processes are
@@ -432,8 +412,8 @@ func TestCoalesceSameRef(t *testing.T) {
 }
 
 // TestCoalescePatience: an invocation whose budget runs out while the line stays
-// occupied withdraws its update and runs alone, the usual way: it succeeds, once, and
-// leaves nothing pending.
+// taken withdraws and runs alone, the usual way: it succeeds, once, and is not
+// handed the line afterwards.
 func TestCoalescePatience(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
@@ -455,9 +435,37 @@ func TestCoalescePatience(t *testing.T) {
 			if n := r.Run("reflog", "show", "--format=%H", ref); n != r.Commit {
 				t.Errorf("reflog %q, want one entry", n)
 			}
-			if ents, _ := os.ReadDir(filepath.Join(r.GitDir, "refretry", "pending")); len(ents) != 0 {
-				t.Errorf("left pending: %v", ents)
+			// Its connection, still queued, is no heir: handing the line over finds
+			// nobody and frees it.
+			release()
+			release = func() {}
+			l, err := platform.Listen(rendezvous(t, r))
+			if err != nil {
+				t.Fatalf("after the hand-over, the line is still taken: %v", err)
 			}
+			l.Close()
 		})
+	}
+}
+
+// TestCoalesceOff: with REFRETRY_COALESCE=0, concurrent invocations each run their
+// own git, as plain git would.
+func TestCoalesceOff(t *testing.T) {
+	t.Parallel()
+	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
+	gits, _ := gitProcesses(t, r)
+	var runs []*coalesceRun
+	for i := range 20 {
+		runs = append(runs, &coalesceRun{args: []string{fmt.Sprintf("refs/heads/off/%d", i), r.Commit},
+			env: []string{"REFRETRY_COALESCE=0"}})
+	}
+	startCoalescing(t, r, runs)()
+	for _, c := range runs {
+		if c.res != (result{}) {
+			t.Errorf("%q: %+v", c.args, c.res)
+		}
+	}
+	if g := gits(); len(g) != 20 {
+		t.Errorf("%d gits committed the 20 updates: %v; want one each", len(g), g)
 	}
 }

@@ -2,7 +2,11 @@
 
 package group
 
-import "context"
+import (
+	"context"
+
+	"github.com/refretry/refretry/internal/platform"
+)
 
 // Lease is never handed out here.
 type Lease struct{}
@@ -13,3 +17,9 @@ func (s *Lease) Release() {}
 // join always answers "run it yourself": group commit needs Linux (see the package
 // documentation).
 func join(ctx context.Context, c *Config) Outcome { return Outcome{} }
+
+// Name is not available here.
+func Name(commonDir string) (string, bool) { return "", false }
+
+// HandOver does nothing here.
+func HandOver(l *platform.Listener) { l.Close() }

@@ -17,12 +17,13 @@ import (
 // what hooks find on PATH.
 var keyEnv = []string{"HOME", "XDG_CONFIG_HOME", "EMAIL", "TZ", "PATH", "USER", "LOGNAME"}
 
-// key is what invocations must share to be committed by one git: the options, the
+// key is what invocations must share for one git to act for all of them: the
 // repository (by path, and the mount namespace the paths are read in), the working
 // directory and -C directories (relative paths in the environment are read from
 // there), the git executable, the user and umask, whether coalescing was asked for
 // or is the default, and the environment git reads. Invocations with different keys
-// are never grouped.
+// are never grouped. (Their command-line options may differ: a leader gives each set
+// of options a git of its own.)
 func key(c *Config) string {
 	h := sha256.New()
 	field := func(s string) {
@@ -31,11 +32,6 @@ func key(c *Config) string {
 		h.Write([]byte(s))
 	}
 	field("refretry-group-v2")
-	o := c.Options
-	field(strconv.FormatBool(o.HasMsg))
-	field(o.Msg)
-	field(strconv.FormatBool(o.NoDeref))
-	field(strconv.FormatBool(o.CreateReflog))
 	field(strconv.FormatBool(c.Default))
 	field(c.GitDir)
 	field(c.CommonDir)
@@ -63,6 +59,26 @@ func key(c *Config) string {
 	for _, k := range keys {
 		field(k)
 		field(vals[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// envKey identifies the whole environment: where a reference-transaction hook runs,
+// the hook sees the leader's environment, so every variable must match.
+func envKey(env []string) string {
+	vals := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vals[k] = v // the last value wins, as for getenv
+	}
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		h.Write([]byte(k + "=" + vals[k] + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

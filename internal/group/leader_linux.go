@@ -34,18 +34,23 @@ const requestWait = time.Second
 // group may be formed.
 const revet = time.Second
 
-// Lease is held by an invocation that runs its own update alone while others may
-// queue behind it.
+// Lease is held by an invocation that runs its own update alone, the usual way,
+// holding the line: others queue behind it meanwhile.
 type Lease struct {
 	l *platform.Listener
 	b baton
+	// pending are members a leader told to run alone too: each gets the line in
+	// turn before the queue does, so that their own runs meet no group's git.
+	pending []*platform.Conn
 }
 
-// Release passes the line to the next invocation waiting in it, if any, else closes
-// it. Call it once the update has run, whatever its result.
+// Release passes the line on: to the next member that must run alone, else to the
+// next invocation waiting in the queue, else nobody (the line is closed). Call it
+// once the update has run, whatever its result.
 func (s *Lease) Release() {
-	if s != nil {
-		handOff(s.l, s.b)
+	if s != nil && s.l != nil {
+		passLine(s.l, s.b, s.pending)
+		s.l, s.pending = nil, nil
 	}
 }
 
@@ -55,40 +60,121 @@ type entry struct {
 	conn *platform.Conn
 }
 
-// lead is a member at the head of the line, holding the listening socket l.
+// lead is a member at the head of the line, holding the listening socket l: it
+// commits its own update with what is queued, and passes the line on.
 func lead(ctx context.Context, m *member, l *platform.Listener, b baton) Outcome {
 	queued := acceptQueued(l, maxGroup-1)
 	if len(queued) == 0 {
 		return Outcome{Lease: &Lease{l: l, b: b}}
 	}
-	own := entry{req: request{key: m.keyOf(), ref: m.c.Update.Ref, cmd: m.c.Update.command()}}
 	if b.vetted.IsZero() || time.Since(b.vetted) > revet {
 		b.allowed = !m.c.Default || m.c.Allowed == nil || m.c.Allowed()
-		b.hook = b.allowed && m.c.Reftable && hasRefTxHook(ctx, m.c)
+		b.hook = b.allowed && hasRefTxHook(ctx, m.c)
 		b.vetted = time.Now()
 	}
 	if !b.allowed {
-		tell(queued, msgAlone) // configuration says no: everyone alone
+		tell(queued, msgAlone) // configuration says no: everyone on their own
 		handOff(l, b)
 		return Outcome{}
 	}
-	// One transaction for the whole group where that is invisible (reftable, no
-	// reference-transaction hook); otherwise one transaction per update, in one git.
-	batch := m.c.Reftable && !b.hook
-	group := []entry{own}
-	refs := newRefSet()
-	refs.add(own.req.ref)
+	own := entry{req: m.request()}
+	var alone, same []entry
 	for _, e := range queued {
-		if e.req.key != own.req.key || batch && refs.conflicts(e.req.ref) {
-			tell([]entry{e}, msgAlone)
-			continue
+		// A hook sees the environment of the git that runs it: with one, members
+		// share a git only if their whole environment is the leader's.
+		if e.req.key != own.req.key || b.hook && e.req.env != own.req.env {
+			alone = append(alone, e)
+		} else {
+			same = append(same, e)
 		}
-		refs.add(e.req.ref)
-		group = append(group, e)
 	}
-	out := commitGroup(ctx, m.c, group, batch)
-	handOff(l, b)
+	if len(same) == 0 {
+		return Outcome{Lease: &Lease{l: l, b: b, pending: conns(alone)}}
+	}
+	// One transaction for a whole group where that is invisible (reftable, no
+	// reference-transaction hook); otherwise one transaction per update, in one git.
+	// Each set of command-line options gets a git of its own, the leader's first.
+	batch := m.c.Reftable && !b.hook
+	var out Outcome
+	ownAlone := false
+	for _, g := range byOptions(append([]entry{own}, same...)) {
+		applied, left, interrupted := commitGroup(ctx, m.c, g, batch)
+		for _, e := range left {
+			if e.conn == nil {
+				ownAlone = true
+			} else {
+				alone = append(alone, e)
+			}
+		}
+		if applied != nil {
+			out = *applied
+		}
+		if interrupted {
+			break
+		}
+	}
+	if ownAlone {
+		return Outcome{Lease: &Lease{l: l, b: b, pending: conns(alone)}}
+	}
+	passLine(l, b, conns(alone))
 	return out
+}
+
+// byOptions splits a group by command-line options, keeping the order of the queue,
+// the first entry's options first.
+func byOptions(es []entry) [][]entry {
+	var groups [][]entry
+	index := map[Options]int{}
+	for _, e := range es {
+		i, ok := index[e.req.opts]
+		if !ok {
+			i = len(groups)
+			index[e.req.opts] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], e)
+	}
+	return groups
+}
+
+func conns(es []entry) []*platform.Conn {
+	cs := make([]*platform.Conn, 0, len(es))
+	for _, e := range es {
+		cs = append(cs, e.conn)
+	}
+	return cs
+}
+
+// passLine gives the line to the first of pending that is still there, with the
+// rest of pending (it runs alone, then passes the line on the same way), or, with
+// nobody pending, to the queue.
+func passLine(l *platform.Listener, b baton, pending []*platform.Conn) {
+	for len(pending) > 0 {
+		c, rest := pending[0], pending[1:]
+		if len(rest) > maxPending {
+			for _, extra := range rest[maxPending:] {
+				tell([]entry{{conn: extra}}, msgAlone)
+			}
+			rest = rest[:maxPending]
+		}
+		fds := []int{l.FD()}
+		for _, r := range rest {
+			fds = append(fds, r.FD())
+		}
+		msg := b.encode()
+		msg[0] = msgHold
+		err := c.Send(msg, fds...)
+		c.Close()
+		if err == nil {
+			for _, r := range rest {
+				r.Close()
+			}
+			l.Close()
+			return
+		}
+		pending = rest
+	}
+	handOff(l, b)
 }
 
 // acceptQueued accepts up to max queued connections and reads their requests.
@@ -153,155 +239,274 @@ func handOff(l *platform.Listener, b baton) {
 	}
 }
 
-// commitGroup commits the group's updates with one git, the leader's own first, and
-// tells every member its outcome; it returns the leader's.
-//
-// In a batch (one transaction for all), members git names as the cause of a failure
-// run alone, and the others are committed again without them; any other failure,
-// lock contention included, makes every member run alone: each then meets it with its
-// own command, its own retries and its own output. With one transaction per update,
-// git commits them in order and stops at the first that fails: those before it are
-// applied, that one runs alone, and those after it go to the next git.
-func commitGroup(ctx context.Context, c *Config, group []entry, batch bool) Outcome {
-	var own Outcome
+// commitGroup commits a group whose entries share their options, the leader's own
+// first if it is in it. It tells each member whose update it applied; it returns the
+// leader's outcome if that was applied, the entries that must run alone, and whether
+// it was interrupted (the members not yet settled were then told to look again).
+func commitGroup(ctx context.Context, c *Config, group []entry, batch bool) (own *Outcome, alone []entry, interrupted bool) {
+	if batch {
+		return commitBatch(ctx, c, group)
+	}
+	return commitEach(ctx, c, group)
+}
+
+// settled tells a member its update was applied (or records the leader's own).
+func settled(e entry, stderr []byte, to int64, own **Outcome) {
+	if e.conn == nil {
+		*own = &Outcome{Applied: true, Stderr: stderr}
+		return
+	}
+	msg := []byte{msgApplied}
+	if to >= 0 {
+		msg = strconv.AppendInt(msg, to, 10)
+	}
+	e.conn.Send(msg)
+	e.conn.Close()
+}
+
+// commitBatch commits the group as one transaction. Entries git names as the cause
+// of a failure run alone, and the others are committed again without them; any other
+// failure, lock contention included, makes every entry run alone: each then meets it
+// with its own command, its own retries and its own output. Two updates git refuses
+// in one transaction (one ref twice, or refs/a beside refs/a/b) run alone.
+func commitBatch(ctx context.Context, c *Config, group []entry) (own *Outcome, alone []entry, interrupted bool) {
+	refs := newRefSet()
+	var in []entry
+	for _, e := range group {
+		if refs.conflicts(e.req.ref) {
+			alone = append(alone, e)
+			continue
+		}
+		refs.add(e.req.ref)
+		in = append(in, e)
+	}
+	group = in
 	for len(group) > 0 {
 		if ctx.Err() != nil {
 			tell(group, msgAgain)
-			return own
+			return own, alone, true
 		}
-		res, in, err := runGroup(ctx, c, group, batch)
+		g, err := startGit(ctx, c, group[0].req.opts)
 		if err != nil {
-			tell(in, msgAlone)
-			return own
+			return own, append(alone, group...), false
 		}
-		done := commits(res.stdout)
-		if !batch {
-			// The first done updates are applied; the next one failed alone.
-			for i, e := range in {
-				switch {
-				case i < done && e.conn == nil:
-					own = Outcome{Applied: true, Stderr: res.stderr}
-				case i < done:
-					tell([]entry{e}, msgApplied)
-				case i == done:
-					tell([]entry{e}, msgAlone)
-				}
+		// Every member is told before git reads anything (see gitRun.tell).
+		in := group[:0:0]
+		input := "start\x00"
+		for _, e := range group {
+			if e.conn == nil || g.tell(e, 0, 0) {
+				in = append(in, e)
+				input += e.req.cmd
 			}
-			group = in[min(done+1, len(in)):]
-			continue
 		}
-		if done > 0 {
+		g.write(input + "commit\x00")
+		g.close()
+		if g.commits >= 1 {
 			for _, e := range in {
-				if e.conn == nil {
-					own = Outcome{Applied: true, Stderr: res.stderr}
-				} else {
-					tell([]entry{e}, msgApplied)
-				}
+				settled(e, g.stderrFrom(0, -1), -1, &own)
 			}
-			return own
+			return own, alone, false
 		}
-		named := blamed(res.stderr, in)
+		named := blamed(g.stderrFrom(0, -1), in)
 		if len(named) == 0 || len(named) == len(in) {
-			tell(in, msgAlone)
-			return own
+			return own, append(alone, in...), false
 		}
 		group = group[:0:0]
 		for _, e := range in {
-			if !named[e.req.ref] {
-				group = append(group, e)
+			if named[e.req.ref] {
+				alone = append(alone, e)
 			} else {
-				tell([]entry{e}, msgAlone)
+				group = append(group, e)
 			}
 		}
 	}
-	return own
+	return own, alone, false
+}
+
+// commitEach commits each update as a transaction of its own, in order, in one git,
+// as separate gits would have: git stops at the first that fails, which then runs
+// alone, and those after it go to the next git. Each transaction is given to git only
+// once the one before it is committed, so that what git wrote on its standard error
+// meanwhile (a hook's output) goes to the invocation it belongs to.
+func commitEach(ctx context.Context, c *Config, group []entry) (own *Outcome, alone []entry, interrupted bool) {
+	for len(group) > 0 {
+		g, err := startGit(ctx, c, group[0].req.opts)
+		if err != nil {
+			return own, append(alone, group...), false
+		}
+		next, failed := len(group), -1
+		for i, e := range group {
+			if ctx.Err() != nil {
+				next = i
+				break
+			}
+			from := g.stderrSize()
+			if e.conn != nil && !g.tell(e, g.given, from) {
+				continue // it left: not in this git
+			}
+			g.given++
+			if g.write("start\x00"+e.req.cmd+"commit\x00") != nil || !g.await(g.given) {
+				failed = i
+				break
+			}
+			to := g.stderrSize()
+			settled(e, g.stderrFrom(from, to), to, &own)
+		}
+		g.close()
+		switch {
+		case failed >= 0:
+			alone = append(alone, group[failed])
+			group = group[failed+1:]
+		case next < len(group):
+			tell(group[next:], msgAgain)
+			return own, alone, true
+		default:
+			return own, alone, false
+		}
+	}
+	return own, alone, false
+}
+
+// gitRun is one group's git: `git update-ref [options] --stdin -z`, its stdout and
+// stderr in memory files and a process descriptor of it, which members receive.
+type gitRun struct {
+	cmd                  *exec.Cmd
+	stdin                io.WriteCloser
+	stdout, stderr, proc *os.File
+	given                int    // transactions given to git (commitEach)
+	commits              int    // "commit: ok" lines seen on stdout
+	scanned              int64  // how much of stdout has been read for them
+	errOut               []byte // all of stderr, once git has ended
+}
+
+// startGit starts a group's git. Once started it runs to its end: a commit is not
+// cut short because its leader was interrupted, and it has a process group of its
+// own, so that a signal to the leader's group does not reach it.
+func startGit(ctx context.Context, c *Config, opts Options) (*gitRun, error) {
+	g := &gitRun{}
+	var err error
+	if g.stdout, err = platform.MemFile("git-stdout"); err != nil {
+		return nil, err
+	}
+	if g.stderr, err = platform.MemFile("git-stderr"); err != nil {
+		g.stdout.Close()
+		return nil, err
+	}
+	args := append(append([]string{"update-ref"}, opts.args()...), "--stdin", "-z")
+	g.cmd = gitexec.Command(context.WithoutCancel(ctx), c.Git, c.Dirs, c.Env, args...)
+	g.cmd.Env = gitexec.WithLockWait(g.cmd.Env, LockWait)
+	g.cmd.Stdout, g.cmd.Stderr = g.stdout, g.stderr
+	platform.NewProcessGroup(g.cmd)
+	if g.stdin, err = g.cmd.StdinPipe(); err == nil {
+		if err = g.cmd.Start(); err == nil {
+			if g.proc, err = platform.ProcessHandle(g.cmd.Process.Pid); err != nil {
+				g.stdin.Close()
+				g.cmd.Wait()
+			}
+		}
+	}
+	if err != nil {
+		g.stdout.Close()
+		g.stderr.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// tell tells a member that its update is this git's transaction number place (from
+// 0), and where this git's stderr for it begins, giving it git's output files and
+// git itself: from now on the member can learn its outcome whatever happens to the
+// leader. It must come before git is given the update. false means the member has
+// left (or withdrew) and is not in; its connection is closed.
+func (g *gitRun) tell(e entry, place int, errFrom int64) bool {
+	msg := strconv.AppendInt([]byte{msgAttempt}, int64(place), 10)
+	msg = strconv.AppendInt(append(msg, ' '), errFrom, 10)
+	if e.conn.Send(msg, int(g.stdout.Fd()), int(g.stderr.Fd()), int(g.proc.Fd())) != nil {
+		e.conn.Close()
+		return false
+	}
+	return true
+}
+
+func (g *gitRun) write(s string) error {
+	_, err := io.WriteString(g.stdin, s)
+	return err
+}
+
+// await waits until git has reported n commits, or has ended; it reports whether it
+// reported them.
+func (g *gitRun) await(n int) bool {
+	pause := 50 * time.Microsecond
+	for {
+		g.scan()
+		if g.commits >= n {
+			return true
+		}
+		if ended, err := platform.WaitExited(g.proc, pause); ended || err != nil {
+			g.scan()
+			return g.commits >= n
+		}
+		pause = min(2*pause, 2*time.Millisecond)
+	}
+}
+
+// scan counts the "commit: ok" lines git has written since the last scan.
+func (g *gitRun) scan() {
+	buf := make([]byte, 4096)
+	for {
+		k, _ := g.stdout.ReadAt(buf, g.scanned)
+		line := buf[:k]
+		end := bytes.LastIndexByte(line, '\n')
+		if end < 0 {
+			return // only a partial line, if anything: wait for the rest
+		}
+		g.commits += commits(line[:end+1])
+		g.scanned += int64(end + 1)
+		if k < len(buf) {
+			return
+		}
+	}
+}
+
+func (g *gitRun) stderrSize() int64 {
+	fi, err := g.stderr.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// stderrFrom reads git's stderr from offset from to offset to (-1: the end).
+func (g *gitRun) stderrFrom(from, to int64) []byte {
+	b := g.errOut
+	if b == nil {
+		b = readAll(g.stderr)
+	}
+	if to < 0 || to > int64(len(b)) {
+		to = int64(len(b))
+	}
+	if from > to {
+		return nil
+	}
+	return b[from:to]
+}
+
+// close ends git's input, waits for git, counts its commits and keeps its stderr.
+func (g *gitRun) close() {
+	g.stdin.Close()
+	g.cmd.Wait()
+	g.scan()
+	g.errOut = readAll(g.stderr)
+	if g.errOut == nil {
+		g.errOut = []byte{}
+	}
+	g.stdout.Close()
+	g.stderr.Close()
+	g.proc.Close()
 }
 
 // commits counts the transactions git reports committed.
 func commits(stdout []byte) int { return bytes.Count(stdout, []byte("commit: ok\n")) }
-
-// result is what a group's git wrote.
-type result struct{ stdout, stderr []byte }
-
-// runGroup runs one git for group (its first entry may be the leader's own update),
-// after telling each member it is in that git and at which place. It returns what git
-// wrote and the entries it ran, in order (members that could not be told are left
-// out); an error means nothing was applied.
-func runGroup(ctx context.Context, c *Config, group []entry, batch bool) (result, []entry, error) {
-	stdout, err := platform.MemFile("git-stdout")
-	if err != nil {
-		return result{}, nil, err
-	}
-	defer stdout.Close()
-	stderr, err := platform.MemFile("git-stderr")
-	if err != nil {
-		return result{}, nil, err
-	}
-	defer stderr.Close()
-	args := append([]string{"update-ref"}, c.Options.args()...)
-	// Once started, the group's git runs to its end: a commit is not cut short
-	// because its leader was interrupted, and it has a process group of its own so
-	// that a signal to the leader's group does not reach it.
-	cmd := gitexec.Command(context.WithoutCancel(ctx), c.Git, c.Dirs, c.Env, append(args, "--stdin", "-z")...)
-	cmd.Env = gitexec.WithLockWait(cmd.Env, LockWait)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	platform.NewProcessGroup(cmd)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return result{}, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return result{}, nil, err
-	}
-	proc, err := platform.ProcessHandle(cmd.Process.Pid)
-	if err != nil {
-		stdin.Close()
-		cmd.Wait()
-		return result{}, nil, err
-	}
-	defer proc.Close()
-
-	// Every member holds this git's output and the git itself, and knows its place
-	// in git's input, before git reads anything: whatever happens to the leader from
-	// here on, each can learn its outcome. A member that has left (or withdrew)
-	// cannot be told, and is not in.
-	var in []entry
-	var input strings.Builder
-	if batch {
-		input.WriteString("start\x00")
-	}
-	fds := []int{int(stdout.Fd()), int(stderr.Fd()), int(proc.Fd())}
-	for _, e := range group {
-		place := 0
-		if !batch {
-			place = len(in)
-		}
-		if e.conn != nil && e.conn.Send(strconv.AppendInt([]byte{msgAttempt}, int64(place), 10), fds...) != nil {
-			e.conn.Close()
-			continue
-		}
-		in = append(in, e)
-		if !batch {
-			input.WriteString("start\x00")
-		}
-		input.WriteString(e.req.cmd)
-		if !batch {
-			input.WriteString("commit\x00")
-		}
-	}
-	if batch {
-		input.WriteString("commit\x00")
-	}
-	_, werr := io.WriteString(stdin, input.String())
-	stdin.Close()
-	if err := cmd.Wait(); err != nil && !isExit(err) {
-		return result{}, in, err
-	}
-	if werr != nil && commits(readAll(stdout)) == 0 {
-		return result{}, in, werr
-	}
-	return result{stdout: readAll(stdout), stderr: readAll(stderr)}, in, nil
-}
 
 func isExit(err error) bool {
 	var ee *exec.ExitError
@@ -404,3 +609,12 @@ func (s *refSet) conflicts(ref string) bool {
 	}
 	return false
 }
+
+// Name is the rendezvous point of the repository with this common directory: a
+// process that listens there holds the line (tests use it to let invocations queue).
+func Name(commonDir string) (string, bool) { return rendezvousName(commonDir) }
+
+// HandOver passes the line held by l (listening at Name) to the next waiting
+// invocation, which then leads everyone queued behind it; with nobody waiting, it
+// closes l.
+func HandOver(l *platform.Listener) { handOff(l, baton{}) }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/refretry/refretry/internal/platform"
@@ -27,10 +28,25 @@ type member struct {
 }
 
 // attempt is what a member holds of one group git: its stdout and stderr, the
-// process, and the member's place in its input.
+// process, the member's place in its input (the number of transactions before its
+// own), and where git's stderr for it begins.
 type attempt struct {
 	stdout, stderr, proc *os.File
 	place                int
+	errFrom              int64
+}
+
+// errOut is git's stderr for the member's update: from where it began to the offset
+// the leader gave (-1: the end, when the leader could not say).
+func (a *attempt) errOut(to int64) []byte {
+	b := readAll(a.stderr)
+	if to < 0 || to > int64(len(b)) {
+		to = int64(len(b))
+	}
+	if a.errFrom > to {
+		return []byte{}
+	}
+	return b[a.errFrom:to]
 }
 
 func (a *attempt) close() {
@@ -60,13 +76,13 @@ func readAll(f *os.File) []byte {
 	}
 }
 
-// keyOf is the member's group key, computed when first needed: an invocation that
-// meets nobody never needs it.
-func (m *member) keyOf() string {
+// request is the member's update as a leader needs it, computed when first needed:
+// an invocation that meets nobody never needs it.
+func (m *member) request() request {
 	if m.k == "" {
 		m.k = key(m.c)
 	}
-	return m.k
+	return request{key: m.k, env: envKey(m.c.Env), opts: m.c.Options, ref: m.c.Update.Ref, cmd: m.c.Update.command()}
 }
 
 // next is what a member does after a wait.
@@ -76,6 +92,7 @@ const (
 	finished  next = iota // the outcome is known
 	reconnect             // not in any git; look for the leader again
 	leadNow               // handed the listening socket: lead
+	untrusted             // the leader said something this member does not understand
 )
 
 // poll is how often a waiting member looks at its context and patience.
@@ -118,7 +135,11 @@ func join(ctx context.Context, c *Config) Outcome {
 			return Outcome{}
 		}
 		if m.req == nil {
-			m.req = encodeRequest(m.keyOf(), c.Update)
+			m.req = encodeRequest(m.request())
+			if len(m.req) > maxMessage {
+				conn.Close()
+				return Outcome{}
+			}
 		}
 		if err := conn.Send(m.req); err != nil {
 			conn.Close() // the leader went away meanwhile
@@ -152,7 +173,12 @@ func (m *member) wait(ctx context.Context, conn *platform.Conn) (Outcome, next, 
 			return m.leaderGone(ctx)
 		}
 		out, then, l, b, done := m.message(buf[:n], fds)
-		if done {
+		switch {
+		case then == untrusted:
+			// Stop listening; the git it was last told of, if any, decides.
+			conn.ShutdownRead()
+			return m.settle(ctx)
+		case done:
 			return out, then, l, b
 		}
 	}
@@ -163,20 +189,31 @@ func (m *member) message(msg []byte, fds []int) (out Outcome, then next, l *plat
 	kind, body := msg[0], msg[1:]
 	switch {
 	case kind == msgAttempt && len(fds) == 3:
-		place, err := strconv.Atoi(string(body))
-		if err != nil || place < 0 {
+		p, f, _ := strings.Cut(string(body), " ")
+		place, err1 := strconv.Atoi(p)
+		from, err2 := strconv.ParseInt(f, 10, 64)
+		if err1 != nil || err2 != nil || place < 0 || from < 0 {
 			break
 		}
 		m.att.close()
 		m.att = &attempt{
-			stdout: os.NewFile(uintptr(fds[0]), "git-stdout"),
-			stderr: os.NewFile(uintptr(fds[1]), "git-stderr"),
-			proc:   os.NewFile(uintptr(fds[2]), "git"),
-			place:  place,
+			stdout:  os.NewFile(uintptr(fds[0]), "git-stdout"),
+			stderr:  os.NewFile(uintptr(fds[1]), "git-stderr"),
+			proc:    os.NewFile(uintptr(fds[2]), "git"),
+			place:   place,
+			errFrom: from,
 		}
 		return out, 0, nil, b, false
 	case kind == msgApplied && m.att != nil:
-		return Outcome{Applied: true, Stderr: readAll(m.att.stderr)}, finished, nil, b, true
+		to := int64(-1)
+		if len(body) > 0 {
+			v, err := strconv.ParseInt(string(body), 10, 64)
+			if err != nil {
+				break
+			}
+			to = v
+		}
+		return Outcome{Applied: true, Stderr: m.att.errOut(to)}, finished, nil, b, true
 	case kind == msgAlone:
 		return Outcome{}, finished, nil, b, true
 	case kind == msgAgain:
@@ -185,11 +222,17 @@ func (m *member) message(msg []byte, fds []int) (out Outcome, then next, l *plat
 		return Outcome{}, reconnect, nil, b, true
 	case kind == msgLead && len(fds) == 1:
 		return Outcome{}, leadNow, platform.ListenerFromFD(fds[0]), decodeBaton(body), true
+	case kind == msgHold && len(fds) >= 1:
+		lease := &Lease{l: platform.ListenerFromFD(fds[0]), b: decodeBaton(body)}
+		for _, fd := range fds[1:] {
+			lease.pending = append(lease.pending, platform.ConnFromFD(fd))
+		}
+		return Outcome{Lease: lease}, finished, nil, b, true
 	}
 	// A message this member does not understand: the leader is not one it can
 	// trust with the update. Descriptors that came with it are closed.
 	closeFDs(fds)
-	return Outcome{}, finished, nil, b, true
+	return Outcome{}, untrusted, nil, b, true
 }
 
 // leaderGone settles the update after the leader's end of the connection closed
@@ -203,7 +246,7 @@ func (m *member) leaderGone(ctx context.Context) (Outcome, next, *platform.Liste
 		return Outcome{}, finished, nil, baton{} // interrupted; the caller exits
 	}
 	if m.att.committed() {
-		return Outcome{Applied: true, Stderr: readAll(m.att.stderr)}, finished, nil, baton{}
+		return Outcome{Applied: true, Stderr: m.att.errOut(-1)}, finished, nil, baton{}
 	}
 	m.att.close()
 	m.att = nil
@@ -224,23 +267,33 @@ func (m *member) withdraw(ctx context.Context, conn *platform.Conn) (Outcome, ne
 		if !done {
 			continue
 		}
+		if then == untrusted {
+			break
+		}
 		if then == leadNow {
 			// Handed the line while leaving it: run alone at its head, and pass it on.
 			return Outcome{Lease: &Lease{l: l, b: b}}, finished, nil, baton{}
+		}
+		if out.Lease != nil {
+			return out, finished, nil, baton{}
 		}
 		if then == reconnect {
 			return Outcome{}, finished, nil, baton{}
 		}
 		return out, finished, nil, baton{}
 	}
-	if m.att == nil {
-		return Outcome{}, finished, nil, baton{}
-	}
-	if !m.awaitGit(ctx) {
+	return m.settle(ctx)
+}
+
+// settle decides the outcome from the last git the member was told of, once it has
+// ended, when no leader will say more: applied if that git committed the update,
+// else run alone (no git can take it any more).
+func (m *member) settle(ctx context.Context) (Outcome, next, *platform.Listener, baton) {
+	if m.att == nil || !m.awaitGit(ctx) {
 		return Outcome{}, finished, nil, baton{}
 	}
 	if m.att.committed() {
-		return Outcome{Applied: true, Stderr: readAll(m.att.stderr)}, finished, nil, baton{}
+		return Outcome{Applied: true, Stderr: m.att.errOut(-1)}, finished, nil, baton{}
 	}
 	return Outcome{}, finished, nil, baton{}
 }

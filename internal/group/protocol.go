@@ -11,45 +11,56 @@ import (
 //
 // From a member, once, right after connecting:
 //
-//	'Q' <key> NUL <ref> NUL <update in --stdin -z form>
+//	'Q' <key> NUL <environment> NUL <options> NUL <ref> NUL <update in --stdin -z form>
 //
 // From the leader:
 //
-//	'G' <place> with git's stdout, git's stderr and git itself attached: the update
-//	    is in this git's input (sent before git gets any input; a later 'G' replaces
-//	    it), and is applied if git reports more than <place> commits
-//	'K' the git of the last 'G' committed it
-//	'S' not applied: run it alone
+//	'G' <place> SP <from> with git's stdout, git's stderr and git itself attached:
+//	    the update is in this git's input (sent before git is given it; a later 'G'
+//	    replaces it), it is applied if git reports more than <place> commits, and
+//	    git's stderr for it begins at offset <from>
+//	'K' [<to>] the git of the last 'G' committed it; its stderr for it ends at <to>
+//	    (absent: at the end)
+//	'H' <baton> with the listening socket and other members' connections attached:
+//	    not applied; run it alone, holding the line, then hand the line to the first
+//	    of those members the same way (and to the queue once they are done)
+//	'S' not applied: run it alone (grouping is switched off)
 //	'A' not applied: look for the leader again
 //	'L' <baton> with the listening socket attached: lead (the update is not taken)
 const (
 	msgRequest = 'Q'
 	msgAttempt = 'G'
 	msgApplied = 'K'
+	msgHold    = 'H'
 	msgAlone   = 'S'
 	msgAgain   = 'A'
 	msgLead    = 'L'
 )
 
-// maxMessage bounds a message: a request is at most a few hundred bytes (refs are
-// limited to 1024 by Parse).
-const maxMessage = 4096
+// maxMessage bounds a message. An invocation whose request would be longer (a
+// reflog message of several kilobytes) does not join a group.
+const maxMessage = 8 << 10
+
+// maxPending bounds how many members' connections travel with the line in one 'H'.
+const maxPending = 60
 
 // request is a member's update as a leader reads it.
 type request struct {
-	key string
-	ref string
-	cmd string // the update in --stdin -z form
+	key  string // what must match for the leader's git to act for the member
+	env  string // the whole environment, which must match too when a hook runs
+	opts Options
+	ref  string
+	cmd  string // the update in --stdin -z form
 }
 
-func encodeRequest(key string, u Update) []byte {
+func encodeRequest(r request) []byte {
 	var b bytes.Buffer
 	b.WriteByte(msgRequest)
-	b.WriteString(key)
-	b.WriteByte(0)
-	b.WriteString(u.Ref)
-	b.WriteByte(0)
-	b.WriteString(u.command())
+	for _, f := range []string{r.key, r.env, r.opts.encode(), r.ref} {
+		b.WriteString(f)
+		b.WriteByte(0)
+	}
+	b.WriteString(r.cmd)
 	return b.Bytes()
 }
 
@@ -57,15 +68,35 @@ func decodeRequest(msg []byte) (request, bool) {
 	if len(msg) == 0 || msg[0] != msgRequest {
 		return request{}, false
 	}
-	key, rest, ok := bytes.Cut(msg[1:], []byte{0})
-	if !ok {
+	f := bytes.SplitN(msg[1:], []byte{0}, 5)
+	if len(f) != 5 {
 		return request{}, false
 	}
-	ref, cmd, ok := bytes.Cut(rest, []byte{0})
+	opts, ok := decodeOptions(string(f[2]))
+	cmd := f[4]
 	if !ok || len(cmd) == 0 || cmd[len(cmd)-1] != 0 {
 		return request{}, false
 	}
-	return request{key: string(key), ref: string(ref), cmd: string(cmd)}, true
+	return request{key: string(f[0]), env: string(f[1]), opts: opts, ref: string(f[3]), cmd: string(cmd)}, true
+}
+
+// encode writes the options as three flag letters (or '-') and the message.
+func (o Options) encode() string {
+	flag := func(on bool, c byte) byte {
+		if on {
+			return c
+		}
+		return '-'
+	}
+	return string([]byte{flag(o.HasMsg, 'm'), flag(o.NoDeref, 'n'), flag(o.CreateReflog, 'c')}) + o.Msg
+}
+
+func decodeOptions(s string) (Options, bool) {
+	if len(s) < 3 {
+		return Options{}, false
+	}
+	o := Options{HasMsg: s[0] == 'm', NoDeref: s[1] == 'n', CreateReflog: s[2] == 'c', Msg: s[3:]}
+	return o, o.encode() == s
 }
 
 // baton is what a leader passes to the next with the listening socket: what it

@@ -102,6 +102,9 @@ func Dial(name string) (*Conn, error) {
 	return &Conn{fd: fd}, nil
 }
 
+// FD is the connection's descriptor, to hand over with [Conn.Send].
+func (c *Conn) FD() int { return c.fd }
+
 // PeerUID is the user id of the process that created the peer socket (for a dialled
 // connection, the one that listened first).
 func (c *Conn) PeerUID() (int, error) {
@@ -133,7 +136,7 @@ func (c *Conn) Send(msg []byte, fds ...int) error {
 }
 
 // maxFDs is the most descriptors one message may carry.
-const maxFDs = 4
+const maxFDs = 64
 
 // Recv waits for the next message, at most timeout (forever if negative). It returns
 // n == 0 with a nil error at the end of the connection, and [os.ErrDeadlineExceeded]
@@ -242,3 +245,6 @@ func ProcessHandle(pid int) (*os.File, error) {
 func WaitExited(h *os.File, timeout time.Duration) (bool, error) {
 	return pollIn(int(h.Fd()), timeout)
 }
+
+// ConnFromFD takes over a connection received with [Conn.Recv].
+func ConnFromFD(fd int) *Conn { return &Conn{fd: fd} }

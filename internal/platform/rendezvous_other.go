@@ -39,6 +39,9 @@ func (l *Listener) Accept() (*Conn, error) { return nil, ErrUnsupported }
 // Dial is not available here.
 func Dial(name string) (*Conn, error) { return nil, ErrUnsupported }
 
+// FD is not available here.
+func (c *Conn) FD() int { return -1 }
+
 // PeerUID is not available here.
 func (c *Conn) PeerUID() (int, error) { return -1, ErrUnsupported }
 
@@ -64,3 +67,6 @@ func ProcessHandle(pid int) (*os.File, error) { return nil, ErrUnsupported }
 
 // WaitExited is not available here.
 func WaitExited(h *os.File, timeout time.Duration) (bool, error) { return false, ErrUnsupported }
+
+// ConnFromFD is not available here.
+func ConnFromFD(fd int) *Conn { return &Conn{} }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Git is a git binary under test.
@@ -186,4 +187,40 @@ func (r *Repo) Clone() *Repo {
 		r.t.Fatalf("cp: %v\n%s", err, out)
 	}
 	return &c
+}
+
+// Queued counts the connections waiting to be accepted at an abstract Unix socket
+// (a group commit's rendezvous point): /proc/net/unix lists each under the
+// listener's name, in state 02 (connecting). -1 when it cannot be read.
+func Queued(name string) int {
+	b, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return -1
+	}
+	count := 0
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 8 && f[7] == "@"+name && f[5] == "02" {
+			count++
+		}
+	}
+	return count
+}
+
+// WaitQueued waits until n connections wait at the named abstract socket.
+func WaitQueued(t testing.TB, name string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		q := Queued(name)
+		switch {
+		case q < 0:
+			t.Skip("cannot count queued connections: no /proc/net/unix")
+		case q >= n:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("only %d of %d invocations queued", q, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
