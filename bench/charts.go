@@ -50,7 +50,7 @@ const (
 // every other series is dashed, so lines drawn over each other stay
 // distinguishable by their markers and dashes.
 var (
-	chartColors = []string{"#1b6ca8", "#d1495b", "#2a9d8f", "#e69f00", "#6a4c93", "#7f7f7f", "#8c564b", "#00a6d6", "#e377c2"}
+	chartColors = []string{"#1b6ca8", "#d1495b", "#2a9d8f", "#e69f00", "#6a4c93", "#7f7f7f", "#8c564b", "#00a6d6", "#e377c2", "#bcbd22", "#17becf"}
 	chartDashes = []string{"", "7 4", "2 3", "10 3 2 3"}
 )
 

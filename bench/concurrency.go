@@ -14,6 +14,7 @@ import (
 var variantNames = []string{
 	"git-files", "git-reftable", "git-locktimeout", "flock", "go-empty",
 	"refretry", "refretry-files", "coalesce", "coalesce-files",
+	"refretry-nogroup", "go-wrapper-files",
 }
 
 // variant is one way of running the concurrent writers.
@@ -30,8 +31,9 @@ type variant struct {
 // extBins are the programs some variants need besides git and refretry,
 // or the reason each is unavailable.
 type extBins struct {
-	flock, flockErr string
-	empty, emptyErr string
+	flock, flockErr     string
+	empty, emptyErr     string
+	wrapper, wrapperErr string
 }
 
 // findExtBins looks up flock(1) and builds the empty Go program, each only
@@ -50,6 +52,13 @@ func findExtBins(cfg config, dir string) extBins {
 			x.emptyErr = firstLine(err.Error())
 		} else {
 			x.empty = p
+		}
+	}
+	if cfg.wantsVariant("go-wrapper-files") {
+		if p, err := buildFloor(dir); err != nil {
+			x.wrapperErr = firstLine(err.Error())
+		} else {
+			x.wrapper = p
 		}
 	}
 	return x
@@ -82,6 +91,16 @@ func concurrencyVariants(cfg config, x extBins) []variant {
 		{name: "refretry-files", label: "refretry, files", format: "files", argv: rr, verify: true},
 		{name: "coalesce", label: "refretry --coalesce, reftable", format: "reftable", argv: rr, env: coalesce, verify: true},
 		{name: "coalesce-files", label: "refretry --coalesce, files", format: "files", argv: rr, env: coalesce, verify: true},
+		// Group commit switched off: the retrying path with its line, as when a
+		// repository's configuration says no.
+		{name: "refretry-nogroup", label: "refretry with REFRETRY_COALESCE=0, reftable", format: "reftable", argv: rr,
+			env: []string{"REFRETRY_COALESCE=0"}, verify: true},
+		// The least any Go program that starts its own git can cost on the files
+		// backend: the floor under refretry-files without group commit.
+		{name: "go-wrapper-files", label: "minimal Go wrapper + git update-ref, files", format: "files",
+			argv: func(dir, ref, oid string) []string {
+				return append([]string{x.wrapper}, git()(dir, ref, oid)...)
+			}, verify: true, skip: x.wrapperErr},
 	}
 }
 
@@ -101,7 +120,9 @@ var ratioPairs = [][2]string{
 	{"coalesce", "flock"},
 	{"coalesce", "refretry"},
 	{"coalesce-files", "git-files"},
+	{"refretry-nogroup", "flock"},
 	{"go-empty", "git-files"},
+	{"go-wrapper-files", "git-files"},
 }
 
 // trialResult is one variant in one trial.
