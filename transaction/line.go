@@ -23,11 +23,13 @@ import (
 // The line is an flock(2) on dir, the directory holding the contended lock: the OS
 // drops it when its holder exits however it ends, so it can never go stale, and it
 // changes nothing in the repository. It only orders refretry's own retries; git's lock
-// still decides who writes. patience, asked only when the line is not empty, bounds
-// the wait: after it, or when ctx is done, the caller goes ahead without the line,
-// exactly as it would have without it. queued reports whether anyone was ahead.
+// still decides who writes. patience, asked only when the line is not empty, says how
+// much longer a caller that has waited so long may wait (it is asked again when that
+// runs out; 0: no longer): after that, or when ctx is done, the caller goes ahead
+// without the line, exactly as it would have without it. queued reports whether
+// anyone was ahead.
 // onWait is called before the wait, only when there is one.
-func waitInLine(ctx context.Context, dir string, patience func() time.Duration, onWait func()) (leave func(), queued bool) {
+func waitInLine(ctx context.Context, dir string, patience func(waited time.Duration) time.Duration, onWait func()) (leave func(), queued bool) {
 	nop := func() {}
 	f, err := openDir(dir)
 	if err != nil {
@@ -41,16 +43,24 @@ func waitInLine(ctx context.Context, dir string, patience func() time.Duration, 
 	}
 	onWait()
 	w := startLineWait(f)
-	t := time.NewTimer(patience())
+	started := time.Now()
+	t := time.NewTimer(patience(0))
 	defer t.Stop()
-	select {
-	case err := <-w.done:
-		if err != nil {
-			return nop, true
+	for {
+		select {
+		case err := <-w.done:
+			if err != nil {
+				return nop, true
+			}
+			return func() { f.Close() }, true
+		case <-ctx.Done():
+		case <-t.C:
+			if rest := patience(time.Since(started)); rest > 0 {
+				t.Reset(rest)
+				continue
+			}
 		}
-		return func() { f.Close() }, true
-	case <-ctx.Done():
-	case <-t.C:
+		break
 	}
 	if !w.abandon() { // it came just now
 		return func() { f.Close() }, true

@@ -19,7 +19,7 @@ func TestLineOrder(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
-	forever := func() time.Duration { return time.Hour }
+	forever := func(time.Duration) time.Duration { return time.Hour }
 
 	leave1, queued := waitInLine(ctx, dir, forever, nop)
 	if queued {
@@ -49,7 +49,7 @@ func TestLinePatience(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	leave1, _ := waitInLine(ctx, dir, nil, nop)
-	leave2, queued := waitInLine(ctx, dir, func() time.Duration { return 50 * time.Millisecond }, nop)
+	leave2, queued := waitInLine(ctx, dir, func(w time.Duration) time.Duration { return max(50*time.Millisecond-w, 0) }, nop)
 	if !queued {
 		t.Fatal("an occupied line was not noticed")
 	}
@@ -58,7 +58,7 @@ func TestLinePatience(t *testing.T) {
 	// The abandoned wait must have let go: a third process gets the line at once.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		leave3, queued := waitInLine(ctx, dir, func() time.Duration { return 0 }, nop)
+		leave3, queued := waitInLine(ctx, dir, func(time.Duration) time.Duration { return 0 }, nop)
 		leave3()
 		if !queued {
 			break
@@ -84,7 +84,7 @@ func TestLineCanceled(t *testing.T) {
 	}
 	done := make(chan result)
 	go func() {
-		leave, queued := waitInLine(ctx, dir, func() time.Duration { return time.Hour }, func() { close(waiting) })
+		leave, queued := waitInLine(ctx, dir, func(time.Duration) time.Duration { return time.Hour }, func() { close(waiting) })
 		done <- result{queued, leave}
 	}()
 	<-waiting
@@ -103,7 +103,7 @@ func TestLineCanceled(t *testing.T) {
 	// The canceled waiter must not take the line later: a probe gets it at once.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		leave3, queued := waitInLine(context.Background(), dir, func() time.Duration { return 0 }, nop)
+		leave3, queued := waitInLine(context.Background(), dir, func(time.Duration) time.Duration { return 0 }, nop)
 		leave3()
 		if !queued {
 			break
@@ -147,7 +147,7 @@ func TestLineReleasedOnDeath(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
 	}()
-	leave, _ := waitInLine(context.Background(), dir, func() time.Duration { return 20 * time.Second }, nop)
+	leave, _ := waitInLine(context.Background(), dir, func(w time.Duration) time.Duration { return max(20*time.Second-w, 0) }, nop)
 	_ = holder.Wait()
 	if !busy() {
 		t.Error("after the holder died, this process should hold the line")

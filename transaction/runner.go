@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
@@ -75,17 +76,18 @@ type Runner struct {
 	BreakStaleLocks bool
 	OnBreakLock     func(BrokenLock)
 
-	start        time.Time
-	waitOnce     sync.Once
-	settingsOnce sync.Once
-	settings     Settings
-	settingsErr  error
-	discovery    *repo.Dirs // discovered's answer once looked up; zero when not found
-	repoKnown    bool       // repoDirs has been looked up
-	repoDirs     repo.Dirs  // "" when unknown
-	lineDir      string     // where attempts queue (see enterLine); "" when they do not
-	lineLock     string     // the lock the line is for, when a failure named it
-	lockStale    bool       // the head of the line found the lock stale
+	start          time.Time
+	waitOnce       sync.Once
+	settingsOnce   sync.Once
+	settingsLoaded atomic.Bool
+	settings       Settings
+	settingsErr    error
+	discovery      *repo.Dirs // discovered's answer once looked up; zero when not found
+	repoKnown      bool       // repoDirs has been looked up
+	repoDirs       repo.Dirs  // "" when unknown
+	lineDir        string     // where attempts queue (see enterLine); "" when they do not
+	lineLock       string     // the lock the line is for, when a failure named it
+	lockStale      bool       // the head of the line found the lock stale
 }
 
 // ErrGitNotFound is matched (errors.Is) by the error Run returns when git cannot be
@@ -196,9 +198,24 @@ func (r *Runner) enterLine(ctx context.Context, attempt int, ready bool) (leave 
 	if r.lineDir == "" || !ready {
 		return func() {}
 	}
-	leave, _ = waitInLine(ctx, r.lineDir, r.remaining, r.beforeWait)
+	leave, _ = waitInLine(ctx, r.lineDir, r.linePatience, r.beforeWait)
 	r.lockStale = r.heldLockStale()
 	return leave
+}
+
+// lineQuiet is how long a wait in the line may last before the retry budget is
+// looked up for it (which may cost a git process, for git config): a line of
+// hundreds of writers moves steadily, and a lookup for each would cost more than
+// the wait.
+const lineQuiet = 10 * time.Second
+
+// linePatience is waitInLine's patience: what is left of the retry budget, looked
+// up only once the wait has lasted lineQuiet, unless the settings are known already.
+func (r *Runner) linePatience(waited time.Duration) time.Duration {
+	if waited < lineQuiet && !r.settingsKnown() {
+		return lineQuiet - waited
+	}
+	return r.remaining()
 }
 
 // heldLockStale reports whether the lock the line is for is present and stale.
@@ -248,7 +265,11 @@ func classify(code int, stderr []byte) (int, error) {
 	return code, Classify(code, stderr)
 }
 
+// settingsKnown reports whether the settings have been loaded already.
+func (r *Runner) settingsKnown() bool { return r.settingsLoaded.Load() }
+
 func (r *Runner) loadSettings() (Settings, error) {
+	defer r.settingsLoaded.Store(true)
 	r.settingsOnce.Do(func() {
 		if r.Settings == nil {
 			r.settings = Settings{Policy: retry.DefaultPolicy()}
