@@ -217,6 +217,61 @@ func TestHeldLockReleased(t *testing.T) {
 	}
 }
 
+// TestStdinFromFile: with its input in a regular file, git reads the file itself
+// (nothing is copied through refretry), and a retry starts git again after the last
+// transaction it answered: each "…: ok" line is printed once, nothing is applied
+// twice, and a file already partly read by the caller is read from where it stands,
+// as git reads it.
+func TestStdinFromFile(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			skipped, a, b := "refs/heads/skipped", "refs/heads/a", "refs/heads/b"
+			first := fmt.Sprintf("create %s %s\n", skipped, r.Commit)
+			input := first + fmt.Sprintf("start\ncreate %s %s\ncommit\nstart\ncreate %s %s\ncommit\n", a, r.Commit, b, r.Commit)
+			path := filepath.Join(t.TempDir(), "input")
+			if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.Seek(int64(len(first)), io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+			// On the files backend only b's transaction meets the lock: a's is
+			// committed first, and the retry must not run it again (it would fail:
+			// a exists). On reftable both meet it.
+			release := r.Hold(r.LockPath(b))
+			time.AfterFunc(2500*time.Millisecond, release)
+			cmd := refretryCommand(r, "--stdin")
+			cmd.Stdin = f
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v; stderr %q", err, errOut.String())
+			}
+			if want := "start: ok\ncommit: ok\nstart: ok\ncommit: ok\n"; out.String() != want {
+				t.Errorf("stdout %q, want %q", out.String(), want)
+			}
+			if !strings.Contains(errOut.String(), "refretry: attempt 1 failed (lock-contention") {
+				t.Errorf("stderr %q: want a retry line", errOut.String())
+			}
+			refs := r.Refs("refs/heads/")
+			if refs[a] != r.Commit || refs[b] != r.Commit {
+				t.Errorf("refs %v", refs)
+			}
+			if _, ok := refs[skipped]; ok {
+				t.Errorf("the part of the file read before refretry started was applied: %v", refs)
+			}
+		})
+	}
+}
+
 // TestMillionUpdateBatch: a --stdin batch of a million creates goes through refretry
 // (input spooled to disk past its memory limit) and every ref lands.
 func TestMillionUpdateBatch(t *testing.T) {

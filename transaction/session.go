@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 )
 
@@ -25,11 +26,16 @@ type session struct {
 	// running git, and replaying the log to a new one. mu is never held while writing
 	// to git, so that a git blocked on a full stdout pipe cannot deadlock with a
 	// writer blocked on its stdin.
-	wmu   sync.Mutex
-	log   *Spool
-	eof   bool // the caller's input has ended
-	inErr error
-	stdin io.WriteCloser // the running git's stdin, nil between attempts
+	wmu sync.Mutex
+	log *Spool
+	eof bool // the caller's input has ended
+	// file is the caller's input when it is a regular file, read by git itself
+	// from fileStart on: nothing is copied, and a retry starts git at the offset
+	// after the last transaction it answered (see replayFrom). nil for a pipe.
+	file      *os.File
+	fileStart int64
+	inErr     error
+	stdin     io.WriteCloser // the running git's stdin, nil between attempts
 
 	mu        sync.Mutex
 	base      int64   // log offset where the current segment starts
@@ -45,8 +51,14 @@ func (r *Runner) session(ctx context.Context, args Args) (int, error) {
 	s := &session{r: r, args: args, log: NewSpool(r.SpoolMemory, r.SpoolDir)}
 	defer s.log.Close()
 
-	// The caller's input is read as fast as it comes, independently of git.
-	go s.readInput(ctx)
+	if f, start, ok := regularFile(r.Stdin); ok {
+		// All of the input is there already, and can be read again: git reads it
+		// directly, as it would without refretry.
+		s.file, s.fileStart, s.eof = f, start, true
+	} else {
+		// The caller's input is read as fast as it comes, independently of git.
+		go s.readInput(ctx)
+	}
 
 	code := 0
 	for {
@@ -215,9 +227,17 @@ func (s *session) attempt(ctx context.Context, n int) (int, error) {
 	leave := s.r.enterLine(ctx, n, ready)
 	defer leave()
 	cmd := s.r.retryCommand(ctx, s.args, n)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return 128, err
+	var stdin io.WriteCloser = nopCloser{}
+	if s.file != nil {
+		if err := s.replayFrom(); err != nil {
+			return 128, err
+		}
+		cmd.Stdin = s.file
+	} else {
+		var err error
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return 128, err
+		}
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -243,17 +263,19 @@ func (s *session) attempt(ctx context.Context, n int) (int, error) {
 	go func() { defer wg.Done(); s.relayStdout(stdout, skip) }()
 	go func() { defer wg.Done(); s.collectStderr(stderr) }()
 
-	s.wmu.Lock()
-	s.mu.Lock()
-	base := s.base
-	s.mu.Unlock()
-	_, _ = io.Copy(stdin, s.log.ReaderFrom(base))
-	if s.eof {
-		stdin.Close()
-	} else {
-		s.stdin = stdin
+	if s.file == nil {
+		s.wmu.Lock()
+		s.mu.Lock()
+		base := s.base
+		s.mu.Unlock()
+		_, _ = io.Copy(stdin, s.log.ReaderFrom(base))
+		if s.eof {
+			stdin.Close()
+		} else {
+			s.stdin = stdin
+		}
+		s.wmu.Unlock()
 	}
-	s.wmu.Unlock()
 
 	wg.Wait()
 	runErr := cmd.Wait()
@@ -266,6 +288,55 @@ func (s *session) attempt(ctx context.Context, n int) (int, error) {
 	s.mu.Unlock()
 	return s.r.outcome(ctx, cmd, runErr, tail)
 }
+
+// regularFile reports whether r is a regular file, and its current offset.
+func regularFile(r io.Reader) (*os.File, int64, bool) {
+	f, ok := r.(*os.File)
+	if !ok {
+		return nil, 0, false
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, 0, false
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, 0, false
+	}
+	return f, off, true
+}
+
+// replayFrom positions the input file for the next attempt: after the last
+// transaction git answered (commit or abort), which the earlier attempts made
+// durable, or at the start.
+func (s *session) replayFrom() error {
+	s.mu.Lock()
+	acks := s.acks
+	s.mu.Unlock()
+	off := s.fileStart
+	if acks > 0 {
+		rd := NewReader(io.NewSectionReader(s.file, s.fileStart, 1<<62), s.args.NUL)
+		var buf []byte
+		for seen := 0; seen < acks; {
+			cmd, ctl, err := rd.Next(buf[:0])
+			buf = cmd
+			off += int64(len(cmd))
+			if err != nil {
+				break
+			}
+			if ctl == Commit || ctl == Abort {
+				seen++
+			}
+		}
+	}
+	_, err := s.file.Seek(off, io.SeekStart)
+	return err
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (nopCloser) Close() error                { return nil }
 
 // relayStdout passes git's stdout lines to the caller, dropping the first skip lines
 // (already delivered by an earlier attempt), and marks durable points.
