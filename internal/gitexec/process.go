@@ -48,33 +48,45 @@ func (e *StartError) Unwrap() error { return e.Err }
 // and SIGKILL if it is still running WaitDelay later. A failure to start is returned
 // as it is: the executable is missing or not executable, or the system refused.
 func Start(ctx context.Context, s Spec) (*Process, error) {
-	path := s.Git
-	if !strings.ContainsRune(path, os.PathSeparator) {
-		p, err := exec.LookPath(path)
-		if err != nil {
-			return nil, &StartError{Err: err}
-		}
-		path = p
+	path, argv, err := command(s)
+	if err != nil {
+		return nil, err
 	}
-	argv := make([]string, 0, 1+2*len(s.Dirs)+len(s.Args))
-	argv = append(argv, s.Git)
-	for _, d := range s.Dirs {
-		argv = append(argv, "-C", d)
-	}
-	argv = append(argv, s.Args...)
 	p, err := start(path, argv, Env(s.Env), [3]*os.File{s.Stdin, s.Stdout, s.Stderr}, s.NewGroup)
 	if err != nil {
 		return nil, &StartError{Err: &os.PathError{Op: "fork/exec", Path: path, Err: err}}
 	}
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { p.terminate() })
-		wait := p.wait
-		p.wait = func() (syscall.WaitStatus, error) {
-			defer stop()
-			return wait()
+	p.watch(ctx)
+	return p, nil
+}
+
+// command resolves the Spec's git and builds its argument list.
+func command(s Spec) (path string, argv []string, err error) {
+	path = s.Git
+	if !strings.ContainsRune(path, os.PathSeparator) {
+		if path, err = exec.LookPath(path); err != nil {
+			return "", nil, &StartError{Err: err}
 		}
 	}
-	return p, nil
+	argv = make([]string, 0, 1+2*len(s.Dirs)+len(s.Args))
+	argv = append(argv, s.Git)
+	for _, d := range s.Dirs {
+		argv = append(argv, "-C", d)
+	}
+	return path, append(argv, s.Args...), nil
+}
+
+// watch makes cancelling ctx terminate git (see Start).
+func (p *Process) watch(ctx context.Context) {
+	if ctx.Done() == nil {
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { p.terminate() })
+	wait := p.wait
+	p.wait = func() (syscall.WaitStatus, error) {
+		defer stop()
+		return wait()
+	}
 }
 
 // Pid is git's process id.
@@ -130,29 +142,9 @@ func (p *Process) markReaped() {
 // exit status as Wait does. Once git has ended, whatever still holds its pipes (a
 // process a hook left behind) is given WaitDelay to close them.
 func Run(ctx context.Context, s Spec, out, errOut io.Writer) (int, error) {
-	outR, outW, err := pipe()
+	path, argv, err := command(s)
 	if err != nil {
 		return 0, err
 	}
-	errR, errW, err := pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return 0, err
-	}
-	s.Stdout, s.Stderr = outW, errW
-	p, err := Start(ctx, s)
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		return 0, err
-	}
-	copyErr := drain(p, outR, errR, out, errOut)
-	code, err := p.Wait()
-	if err == nil {
-		err = copyErr
-	}
-	return code, err
+	return run(ctx, path, argv, Env(s.Env), s.Stdin, s.NewGroup, out, errOut)
 }

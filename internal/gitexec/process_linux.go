@@ -3,6 +3,7 @@
 package gitexec
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -15,17 +16,28 @@ import (
 // start forks and execs directly: os.StartProcess would first probe, with a process
 // of its own, whether process descriptors work.
 func start(path string, argv, env []string, files [3]*os.File, newGroup bool) (*Process, error) {
-	var fds [3]uintptr
+	fds := [3]int{-1, -1, -1}
 	for i, f := range files {
-		if f == nil {
-			null, err := os.Open(os.DevNull)
+		if f != nil {
+			fds[i] = int(f.Fd())
+		}
+	}
+	return startFDs(path, argv, env, fds, newGroup)
+}
+
+// startFDs is start with descriptors; -1 means /dev/null.
+func startFDs(path string, argv, env []string, files [3]int, newGroup bool) (*Process, error) {
+	var fds [3]uintptr
+	for i, fd := range files {
+		if fd < 0 {
+			null, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return nil, err
 			}
-			defer null.Close()
-			f = null
+			defer unix.Close(null)
+			fd = null
 		}
-		fds[i] = f.Fd()
+		fds[i] = uintptr(fd)
 	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
@@ -59,25 +71,48 @@ func start(path string, argv, env []string, files [3]*os.File, newGroup bool) (*
 	return p, nil
 }
 
-// pipe makes a pipe whose ends are plain blocking descriptors (os.Pipe would also
-// set up the runtime's poller, which this path does not use).
-func pipe() (r, w *os.File, err error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
+// run is Run: both pipes are plain descriptors (no *os.File, no runtime poller),
+// read with poll(2) in this goroutine.
+func run(ctx context.Context, path string, argv, env []string, stdin *os.File, newGroup bool, out, errOut io.Writer) (int, error) {
+	var po, pe [2]int
+	if err := unix.Pipe2(po[:], unix.O_CLOEXEC); err != nil {
+		return 0, os.NewSyscallError("pipe2", err)
 	}
-	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+	if err := unix.Pipe2(pe[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(po[0])
+		unix.Close(po[1])
+		return 0, os.NewSyscallError("pipe2", err)
+	}
+	in := -1
+	if stdin != nil {
+		in = int(stdin.Fd())
+	}
+	p, err := startFDs(path, argv, env, [3]int{in, po[1], pe[1]}, newGroup)
+	unix.Close(po[1])
+	unix.Close(pe[1])
+	if err != nil {
+		unix.Close(po[0])
+		unix.Close(pe[0])
+		return 0, &StartError{Err: &os.PathError{Op: "fork/exec", Path: path, Err: err}}
+	}
+	p.watch(ctx)
+	copyErr := drain(p, po[0], pe[0], out, errOut)
+	code, err := p.Wait()
+	if err == nil {
+		err = copyErr
+	}
+	return code, err
 }
 
 // drain copies both pipes to their writers in this goroutine, with poll(2), until
 // both end; once git has ended (its process descriptor says so) it waits at most
 // WaitDelay more for that.
-func drain(p *Process, outR, errR *os.File, out, errOut io.Writer) error {
-	defer outR.Close()
-	defer errR.Close()
+func drain(p *Process, outR, errR int, out, errOut io.Writer) error {
+	defer unix.Close(outR)
+	defer unix.Close(errR)
 	fds := []unix.PollFd{
-		{Fd: int32(outR.Fd()), Events: unix.POLLIN},
-		{Fd: int32(errR.Fd()), Events: unix.POLLIN},
+		{Fd: int32(outR), Events: unix.POLLIN},
+		{Fd: int32(errR), Events: unix.POLLIN},
 		{Fd: -1, Events: unix.POLLIN},
 	}
 	if h, err := unix.PidfdOpen(p.pid, 0); err == nil {

@@ -3,6 +3,7 @@
 package gitexec
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -46,7 +47,34 @@ func start(path string, argv, env []string, files [3]*os.File, newGroup bool) (*
 	return p, nil
 }
 
-func pipe() (r, w *os.File, err error) { return os.Pipe() }
+// run is Run with os.Pipe and a goroutine for stdout.
+func run(ctx context.Context, path string, argv, env []string, stdin *os.File, newGroup bool, out, errOut io.Writer) (int, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return 0, err
+	}
+	p, err := start(path, argv, env, [3]*os.File{stdin, outW, errW}, newGroup)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return 0, &StartError{Err: &os.PathError{Op: "fork/exec", Path: path, Err: err}}
+	}
+	p.watch(ctx)
+	copyErr := drain(p, outR, errR, out, errOut)
+	code, err := p.Wait()
+	if err == nil {
+		err = copyErr
+	}
+	return code, err
+}
 
 // drain copies both pipes to their writers until both end.
 func drain(p *Process, outR, errR *os.File, out, errOut io.Writer) error {

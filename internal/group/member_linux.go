@@ -112,19 +112,22 @@ func join(ctx context.Context, c *Config) Outcome {
 		if ctx.Err() != nil || m.outOfPatience() {
 			return Outcome{}
 		}
+		// Taking the line is tried first: it is the one system call an invocation
+		// that meets nobody needs.
+		l, err := platform.Listen(name)
+		switch {
+		case err == nil:
+			// The line was free a moment ago: run alone at its head. Whoever queues
+			// meanwhile is taken care of when the line is passed on.
+			return Outcome{Lease: &Lease{l: l}}
+		case !errors.Is(err, platform.ErrBusy):
+			return Outcome{}
+		}
 		conn, err := platform.Dial(name)
 		if errors.Is(err, platform.ErrNoListener) {
-			l, err := platform.Listen(name)
-			switch {
-			case err == nil:
-				return lead(ctx, m, l, baton{})
-			case errors.Is(err, platform.ErrBusy):
-				// Another invocation bound the name a moment ago and is about to
-				// listen: connect to it.
-				time.Sleep(50 * time.Microsecond)
-				continue
-			}
-			return Outcome{}
+			// Bound a moment ago and not listening yet, or just closed: look again.
+			time.Sleep(50 * time.Microsecond)
+			continue
 		}
 		if err != nil {
 			return Outcome{}
