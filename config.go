@@ -174,7 +174,7 @@ func readConfig(ctx context.Context, g *Globals, e env, git string) map[string]s
 type coalesceMode int
 
 const (
-	coalesceDefault coalesceMode = iota // on, unless git config says no (asked only by a leader)
+	coalesceDefault coalesceMode = iota // on for reftable, unless git config says no (asked only by a leader)
 	coalesceOn                          // asked for: --coalesce, REFRETRY_COALESCE=1
 	coalesceOff                         // REFRETRY_COALESCE=0
 )

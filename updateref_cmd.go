@@ -74,9 +74,10 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 
 // join hands a single-ref update to its repository's group commit when it may join
 // one (internal/group): coalescing not switched off, a form a group can carry, no
-// git options of the shim's, and the repository found in-process. ok is false when
-// it may not; otherwise out says whether it was applied, or else holds the line
-// (out.Lease) while the update runs the usual way.
+// git options of the shim's, the repository found in-process, and reftable unless
+// coalescing was asked for. ok is false when it may not; otherwise out says whether
+// it was applied, or else holds the line (out.Lease) while the update runs the usual
+// way.
 func (c *UpdateRefCmd) join(ctx context.Context, g *Globals, e env, git string, mode coalesceMode, args transaction.Args, r *transaction.Runner) (out group.Outcome, ok bool) {
 	if mode == coalesceOff || !args.Understood || args.Stdin || len(c.GitArgs) > 0 || !platform.RendezvousSupported {
 		return out, false
@@ -90,8 +91,15 @@ func (c *UpdateRefCmd) join(ctx context.Context, g *Globals, e env, git string, 
 		return out, false
 	}
 	r.GitDir, r.CommonDir = d.GitDir, d.CommonDir // the Runner need not look again
+	reftable := d.Reftable()
+	if mode == coalesceDefault && !reftable {
+		// On the files backend writers of distinct refs do not contend, and one
+		// git per update uses both cores where a group's git uses one: by default
+		// each runs its own (docs/coalescing.md has the measurements).
+		return out, false
+	}
 	return group.Join(ctx, group.Config{
-		Git: git, Dirs: g.Dirs, Env: e, GitDir: d.GitDir, CommonDir: d.CommonDir, Reftable: d.Reftable(),
+		Git: git, Dirs: g.Dirs, Env: e, GitDir: d.GitDir, CommonDir: d.CommonDir, Reftable: reftable,
 		Update: u, Options: o,
 		Default: mode == coalesceDefault,
 		Allowed: func() bool { return coalesceAllowed(ctx, g, e, git) },

@@ -52,6 +52,9 @@ for target in FuzzParsePorcelain FuzzClassify; do
 	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./push
 done
 go test -run '^$' -fuzz '^FuzzShimParse$' -fuzztime 5s ./internal/shim
+for target in FuzzParse FuzzDecodeRequest; do
+	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./internal/group
+done
 echo "== model-checked soak (short)"
 go run ./internal/soak -seconds 150 -git "$REFRETRY_TEST_GIT" -old-git "$(command -v git)" -refretry "$bin/refretry"
 
