@@ -47,16 +47,18 @@ type session struct {
 }
 
 func (r *Runner) session(ctx context.Context, args Args) (int, error) {
-	r.beforeWait()
 	s := &session{r: r, args: args, log: NewSpool(r.SpoolMemory, r.SpoolDir)}
 	defer s.log.Close()
 
 	if f, start, ok := regularFile(r.Stdin); ok {
 		// All of the input is there already, and can be read again: git reads it
-		// directly, as it would without refretry.
+		// directly, as it would without refretry, and only a retry or a place in
+		// the line makes the run wait.
 		s.file, s.fileStart, s.eof = f, start, true
 	} else {
-		// The caller's input is read as fast as it comes, independently of git.
+		// The caller's input is read as fast as it comes, independently of git,
+		// for as long as the caller takes.
+		r.beforeWait()
 		go s.readInput(ctx)
 	}
 
