@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/refretry/refretry/internal/gitexec"
 	"io"
 	"os"
 	"sync"
@@ -228,18 +229,13 @@ func (s *session) attempt(ctx context.Context, n int) (int, error) {
 	s.wmu.Unlock()
 	leave := s.r.enterLine(ctx, n, ready)
 	defer leave()
-	cmd := s.r.retryCommand(ctx, s.args, n)
-	var stdin io.WriteCloser = nopCloser{}
 	if s.file != nil {
-		if err := s.replayFrom(); err != nil {
-			return 128, err
-		}
-		cmd.Stdin = s.file
-	} else {
-		var err error
-		if stdin, err = cmd.StdinPipe(); err != nil {
-			return 128, err
-		}
+		return s.attemptFile(ctx, n)
+	}
+	cmd := s.r.retryCommand(ctx, s.args, n)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return 128, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -265,19 +261,17 @@ func (s *session) attempt(ctx context.Context, n int) (int, error) {
 	go func() { defer wg.Done(); s.relayStdout(stdout, skip) }()
 	go func() { defer wg.Done(); s.collectStderr(stderr) }()
 
-	if s.file == nil {
-		s.wmu.Lock()
-		s.mu.Lock()
-		base := s.base
-		s.mu.Unlock()
-		_, _ = io.Copy(stdin, s.log.ReaderFrom(base))
-		if s.eof {
-			stdin.Close()
-		} else {
-			s.stdin = stdin
-		}
-		s.wmu.Unlock()
+	s.wmu.Lock()
+	s.mu.Lock()
+	base := s.base
+	s.mu.Unlock()
+	_, _ = io.Copy(stdin, s.log.ReaderFrom(base))
+	if s.eof {
+		stdin.Close()
+	} else {
+		s.stdin = stdin
 	}
+	s.wmu.Unlock()
 
 	wg.Wait()
 	runErr := cmd.Wait()
@@ -289,6 +283,39 @@ func (s *session) attempt(ctx context.Context, n int) (int, error) {
 	tail := s.errOut.Tail(classifyTail)
 	s.mu.Unlock()
 	return s.r.outcome(ctx, cmd, runErr, tail)
+}
+
+// attemptFile is attempt with the input in a regular file: git reads it from where
+// the last durable transaction ended, and is started directly (gitexec.Run), its
+// output relayed as it comes.
+func (s *session) attemptFile(ctx context.Context, n int) (int, error) {
+	if err := s.replayFrom(); err != nil {
+		return 128, err
+	}
+	s.mu.Lock()
+	if s.errOut != nil {
+		s.errOut.Close()
+	}
+	s.errOut = NewSpool(s.r.SpoolMemory, s.r.SpoolDir)
+	out := &lineRelay{s: s, skip: s.delivered}
+	s.mu.Unlock()
+	r := s.r
+	code, err := gitexec.Run(ctx, gitexec.Spec{
+		Git: r.Git, Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(n)),
+		Args: append(append(append([]string{}, r.GlobalArgs...), "update-ref"), s.args.Raw...), Stdin: s.file,
+	}, out, errCollector{s})
+	out.flush()
+	var se *gitexec.StartError
+	switch {
+	case errors.As(err, &se):
+		return 128, startFailure(ctx, se.Err)
+	case err != nil:
+		return 128, err
+	}
+	s.mu.Lock()
+	tail := s.errOut.Tail(classifyTail)
+	s.mu.Unlock()
+	return r.classified(ctx, code, tail)
 }
 
 // regularFile reports whether r is a regular file, and its current offset.
@@ -335,11 +362,6 @@ func (s *session) replayFrom() error {
 	return err
 }
 
-type nopCloser struct{}
-
-func (nopCloser) Write(p []byte) (int, error) { return len(p), nil }
-func (nopCloser) Close() error                { return nil }
-
 // relayStdout passes git's stdout lines to the caller, dropping the first skip lines
 // (already delivered by an earlier attempt), and marks durable points.
 func (s *session) relayStdout(out io.Reader, skip int) {
@@ -347,24 +369,67 @@ func (s *session) relayStdout(out io.Reader, skip int) {
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
-			s.mu.Lock()
-			if skip > 0 {
-				skip--
-			} else {
-				if _, werr := s.r.Stdout.Write(line); werr != nil && s.outErr == nil {
-					s.outErr = werr
-				}
-				s.delivered++
-				if bytes.Equal(line, []byte("commit: ok\n")) || bytes.Equal(line, []byte("abort: ok\n")) {
-					s.durable()
-				}
-			}
-			s.mu.Unlock()
+			s.relayLine(line, &skip)
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// relayLine passes one line of git's stdout to the caller unless it is one of the
+// first *skip (already delivered), and marks durable points.
+func (s *session) relayLine(line []byte, skip *int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if *skip > 0 {
+		*skip--
+		return
+	}
+	if _, werr := s.r.Stdout.Write(line); werr != nil && s.outErr == nil {
+		s.outErr = werr
+	}
+	s.delivered++
+	if bytes.Equal(line, []byte("commit: ok\n")) || bytes.Equal(line, []byte("abort: ok\n")) {
+		s.durable()
+	}
+}
+
+// lineRelay is relayStdout as a writer, for gitexec.Run, which hands it git's
+// stdout as it comes.
+type lineRelay struct {
+	s       *session
+	skip    int
+	partial []byte
+}
+
+func (w *lineRelay) Write(p []byte) (int, error) {
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.s.relayLine(w.partial[:i+1], &w.skip)
+		w.partial = w.partial[i+1:]
+	}
+}
+
+// flush passes on a last line without a newline.
+func (w *lineRelay) flush() {
+	if len(w.partial) > 0 {
+		w.s.relayLine(w.partial, &w.skip)
+		w.partial = nil
+	}
+}
+
+// errCollector is collectStderr as a writer, for gitexec.Run.
+type errCollector struct{ s *session }
+
+func (w errCollector) Write(p []byte) (int, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.s.errOut.Write(p)
 }
 
 // durable records that the oldest outstanding commit or abort was answered: the log
