@@ -189,7 +189,8 @@ func countSingles(r *runner, rp repo, tools int) ([]int, error) {
 func batchSection(b *strings.Builder, r *runner, cfg config, root string) error {
 	b.WriteString("### `--stdin` batches\n\n" +
 		"Each trial runs `update-ref --stdin` with `create` lines on a fresh reftable repository, once per tool, alternating order. " +
-		"VmHWM is polled from `/proc/<pid>/status` every 5 ms for the process itself (for refretry: not its git child); " +
+		"Peak memory comes from one more run of each tool, not timed: VmHWM is polled from `/proc/<pid>/status` every 5 ms " +
+		"for the process itself (for refretry: not its git child), which slows the process polled. " +
 		"ru_maxrss comes from wait4 and, for refretry, includes the git child it waited for. " +
 		"A run lasting only a few polls can end before VmHWM reaches its peak, so small batches may understate it.\n\n")
 	b.WriteString("| refs | tool | median wall (s) | refretry ÷ git | max VmHWM (MiB) | max ru_maxrss (MiB) | failures | ref count verified |\n")
@@ -237,8 +238,8 @@ func batchRuns(r *runner, cfg config, root string, size int, oid string) (git, r
 	gitTool, rrTool := overheadTools(cfg)
 	for t := range cfg.trials {
 		steps := []func() error{
-			func() error { return batchCall(r, root, gitTool, input, oid, size, &git) },
-			func() error { return batchCall(r, root, rrTool, input, oid, size, &rr) },
+			func() error { return batchCall(r, root, gitTool, input, oid, size, &git, false) },
+			func() error { return batchCall(r, root, rrTool, input, oid, size, &rr, false) },
 		}
 		if t%2 == 1 {
 			slices.Reverse(steps)
@@ -251,12 +252,22 @@ func batchRuns(r *runner, cfg config, root string, size int, oid string) (git, r
 		progress("batch %d trial %d/%d: git %s s, refretry %s s", size, t+1, cfg.trials,
 			seconds(git.walls[t]), seconds(rr.walls[t]))
 	}
+	// Peak memory comes from one more run of each, whose time is not counted:
+	// reading /proc/<pid>/status every few milliseconds slows the process it
+	// reads (3-4 % for refretry at 10k updates, measured), so timed runs do not poll.
+	if err := batchCall(r, root, gitTool, input, oid, size, &git, true); err != nil {
+		return git, rr, err
+	}
+	if err := batchCall(r, root, rrTool, input, oid, size, &rr, true); err != nil {
+		return git, rr, err
+	}
 	return git, rr, nil
 }
 
 // batchCall runs one --stdin batch on a fresh reftable repository and
-// verifies the resulting ref count.
-func batchCall(r *runner, root string, t tool, input, oid string, size int, c *calls) (err error) {
+// verifies the resulting ref count. memory runs poll the process's peak memory
+// and count for nothing else.
+func batchCall(r *runner, root string, t tool, input, oid string, size int, c *calls, memory bool) (err error) {
 	rp, err := newRepo(r, root, "reftable")
 	if err != nil {
 		return err
@@ -270,9 +281,14 @@ func batchCall(r *runner, root string, t tool, input, oid string, size int, c *c
 		return err
 	}
 	defer func() { err = errors.Join(err, f.Close()) }()
-	o, err := r.measure(measureSpec{dir: rp.dir, argv: t("--stdin"), stdin: f, pollRSS: true})
+	o, err := r.measure(measureSpec{dir: rp.dir, argv: t("--stdin"), stdin: f, pollRSS: memory})
 	if err != nil {
 		return err
+	}
+	if memory {
+		c.hwmKiB = append(c.hwmKiB, o.hwmKiB)
+		c.rssKiB = append(c.rssKiB, o.maxrssKiB)
+		return nil
 	}
 	c.add(o)
 	n := 0
