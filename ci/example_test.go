@@ -11,7 +11,7 @@ import (
 
 // An operation that met a held lock once, logged in the text format.
 func Example() {
-	op, err := ci.New(ci.Config{Format: ci.Text, Stderr: os.Stdout, ID: "01930000-0000-7000-8000-000000000001"})
+	op, err := ci.New(ci.Config{Command: "update-ref", Format: ci.Text, Stderr: os.Stdout, ID: "01930000-0000-7000-8000-000000000001"})
 	if err != nil {
 		panic(err)
 	}

@@ -122,9 +122,18 @@ func (f fields) attempt() Attempt {
 	}
 }
 
+// command is the record's command ("refretry" when it names none).
+func (f fields) command() string {
+	if c := f.str(KeyCommand); c != "" {
+		return c
+	}
+	return "refretry"
+}
+
 func (f fields) summary() Summary {
 	s := Summary{
-		Result: Result(f.str(KeyResult)), ExitCode: f.int(KeyExitCode), Attempts: f.int(KeyAttempts),
+		Command: f.str(KeyCommand),
+		Result:  Result(f.str(KeyResult)), ExitCode: f.int(KeyExitCode), Attempts: f.int(KeyAttempts),
 		Elapsed: f.dur(KeyElapsedMS), Reason: f.str(KeyReason), Class: f.str(KeyClass),
 		Error: f.str(KeyError), Lock: f.str(KeyLock), Updates: -1, Refs: f.strings(KeyRefs),
 		RefsTruncated: f.bool(KeyRefsTruncated), GitVersion: f.str(KeyGitVersion),
@@ -142,7 +151,7 @@ func (a attrSet) other(r slog.Record) string {
 	var b strings.Builder
 	b.WriteString(r.Message)
 	each := func(at slog.Attr) {
-		if at.Key == KeySchema || at.Key == KeyOperationID {
+		if at.Key == KeySchema || at.Key == KeyOperationID || at.Key == KeyCommand {
 			return
 		}
 		b.WriteString(" " + at.Key + "=" + at.Value.Resolve().String())

@@ -54,7 +54,7 @@ func (h *GitHubHandler) Handle(_ context.Context, r slog.Record) error {
 	case MsgAttempt:
 		a := f.attempt()
 		if !h.st.open {
-			b.WriteString(workflowCommand("group", nil, "refretry: update-ref, operation "+id))
+			b.WriteString(workflowCommand("group", nil, "refretry: "+f.command()+", operation "+id))
 			h.st.open = true
 		}
 		b.WriteString(githubPlain(attemptLine(a)) + "\n")
@@ -82,7 +82,7 @@ func (h *GitHubHandler) Handle(_ context.Context, r slog.Record) error {
 				text += "\n" + s.Advice
 			}
 			b.WriteString(workflowCommand("error",
-				[][2]string{{"title", "refretry: update-ref " + string(s.Result)}}, legacy.Replace(text)))
+				[][2]string{{"title", "refretry: " + s.command() + " " + string(s.Result)}}, legacy.Replace(text)))
 		}
 	default:
 		b.WriteString(githubPlain("refretry: "+h.attrs.other(r)) + "\n")

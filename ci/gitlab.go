@@ -65,7 +65,7 @@ func (h *GitLabHandler) Handle(_ context.Context, r slog.Record) error {
 		a := f.attempt()
 		if !h.st.open {
 			fmt.Fprintf(&b, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n",
-				unix, name, printable("refretry: update-ref, operation "+id))
+				unix, name, printable("refretry: "+f.command()+", operation "+id))
 			h.st.open = true
 		}
 		line(&b, attemptLine(a))

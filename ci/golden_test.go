@@ -105,7 +105,7 @@ func play(t *testing.T, f Format, sc scenario) *txtar.Archive {
 		"GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary"),
 	}
 	var stderr, logFile bytes.Buffer
-	op, err := New(Config{Format: f, Stderr: &stderr, LogFile: &logFile, ID: fixedID,
+	op, err := New(Config{Command: "update-ref", Format: f, Stderr: &stderr, LogFile: &logFile, ID: fixedID,
 		Getenv: func(k string) string { return files[k] },
 		Now:    func() time.Time { return fixedTime }, Random: &counting{}})
 	if err != nil {

@@ -29,7 +29,7 @@ var hostile = []string{
 func hostilePlay(t *testing.T, f Format, s string) string {
 	t.Helper()
 	var stderr bytes.Buffer
-	op, err := New(Config{Format: f, Stderr: &stderr, ID: fixedID, Random: &counting{},
+	op, err := New(Config{Command: "update-ref", Format: f, Stderr: &stderr, ID: fixedID, Random: &counting{},
 		Now: func() time.Time { return fixedTime }})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestInjectionText(t *testing.T) {
 	t.Parallel()
 	for _, s := range hostile {
 		var stderr bytes.Buffer
-		op, err := New(Config{Format: Text, Stderr: &stderr, ID: fixedID})
+		op, err := New(Config{Command: "update-ref", Format: Text, Stderr: &stderr, ID: fixedID})
 		if err != nil {
 			t.Fatal(err)
 		}

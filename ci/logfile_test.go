@@ -30,7 +30,7 @@ func TestLogFileConcurrent(t *testing.T) {
 				return
 			}
 			defer f.Close()
-			op, err := New(Config{LogFile: f})
+			op, err := New(Config{Command: "update-ref", LogFile: f})
 			if err != nil {
 				t.Error(err)
 				return

@@ -15,6 +15,9 @@ import (
 
 // Config says where an Operation's records go.
 type Config struct {
+	// Command is the refretry command the operation runs ("update-ref", "push"),
+	// which every record carries and the lines for people name.
+	Command string
 	// Format is the format of the records written to Stderr. Auto is resolved with
 	// Getenv; the empty format writes no records to Stderr.
 	Format Format
@@ -69,7 +72,7 @@ func New(c Config) (*Operation, error) {
 	if c.LogFile != nil {
 		o.handlers = append(o.handlers, NewJSONHandler(c.LogFile))
 	}
-	common := []slog.Attr{slog.Int(KeySchema, SchemaVersion), slog.String(KeyOperationID, o.id)}
+	common := []slog.Attr{slog.Int(KeySchema, SchemaVersion), slog.String(KeyOperationID, o.id), slog.String(KeyCommand, c.Command)}
 	for i, h := range o.handlers {
 		o.handlers[i] = h.WithAttrs(common)
 	}

@@ -22,6 +22,7 @@ const (
 const (
 	KeySchema        = "schema"
 	KeyOperationID   = "operation_id"
+	KeyCommand       = "command"
 	KeyAttempt       = "attempt"
 	KeyDurationMS    = "duration_ms"
 	KeyExitCode      = "exit_code"
@@ -83,6 +84,9 @@ const (
 
 // Summary is the outcome of an operation.
 type Summary struct {
+	// Command is the refretry command the operation ran ("update-ref", "push"); the
+	// Operation fills it in.
+	Command  string
 	Result   Result
 	ExitCode int
 	Attempts int
@@ -225,6 +229,13 @@ func cause(class, lock, msg string) string {
 	return class
 }
 
+func (s Summary) command() string {
+	if s.Command == "" {
+		return "refretry"
+	}
+	return s.Command
+}
+
 // Headline is the summary in one sentence, without the operation id.
 func (s Summary) Headline() string {
 	took := s.Elapsed.Round(time.Millisecond).String()
@@ -232,9 +243,9 @@ func (s Summary) Headline() string {
 	switch s.Result {
 	case ResultSuccess:
 		if s.Attempts <= 1 {
-			fmt.Fprintf(&b, "update-ref succeeded in %s", took)
+			fmt.Fprintf(&b, "%s succeeded in %s", s.command(), took)
 		} else {
-			fmt.Fprintf(&b, "update-ref succeeded after %s in %s", plural(s.Attempts, "attempt"), took)
+			fmt.Fprintf(&b, "%s succeeded after %s in %s", s.command(), plural(s.Attempts, "attempt"), took)
 		}
 	case ResultGaveUp:
 		fmt.Fprintf(&b, "gave up after %s in %s (%s); last failure: %s",
@@ -242,8 +253,8 @@ func (s Summary) Headline() string {
 	case ResultError:
 		fmt.Fprintf(&b, "refretry stopped after %s in %s (see the advice)", plural(s.Attempts, "attempt"), took)
 	default:
-		fmt.Fprintf(&b, "update-ref failed (exit %d) after %s in %s: %s",
-			s.ExitCode, plural(s.Attempts, "attempt"), took, cause(s.Class, s.Lock, s.Error))
+		fmt.Fprintf(&b, "%s failed (exit %d) after %s in %s: %s",
+			s.command(), s.ExitCode, plural(s.Attempts, "attempt"), took, cause(s.Class, s.Lock, s.Error))
 	}
 	return b.String()
 }
