@@ -13,8 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/testutil"
 	"gopkg.in/yaml.v3"
+
+	"github.com/refretry/refretry/internal/testutil"
 )
 
 // actionFile is the part of action.yml a composite action's runner reads.

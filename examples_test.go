@@ -12,8 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/refretry/refretry/internal/testutil"
 	"gopkg.in/yaml.v3"
+
+	"github.com/refretry/refretry/internal/testutil"
 )
 
 // exampleEnv is a repository's environment with git 2.55's directory first on PATH and

@@ -362,27 +362,6 @@ func TestLogStdinAndConfig(t *testing.T) {
 	}
 }
 
-func TestOperandRef(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"refs/heads/a", "oid"}, "refs/heads/a"},
-		{[]string{"-m", "msg", "refs/heads/a", "oid"}, "refs/heads/a"},
-		{[]string{"-mmsg", "refs/heads/a", "oid"}, "refs/heads/a"},
-		{[]string{"-d", "refs/heads/a"}, "refs/heads/a"},
-		{[]string{"--no-deref", "-zm", "msg", "refs/heads/a", "oid"}, "refs/heads/a"},
-		{[]string{"--", "-weird", "oid"}, "-weird"},
-		{[]string{"--create-reflog"}, ""},
-	}
-	for _, tt := range tests {
-		if got := operandRef(tt.args); got != tt.want {
-			t.Errorf("operandRef(%q) = %q, want %q", tt.args, got, tt.want)
-		}
-	}
-}
-
 // TestLogOutcomes checks the JSON summary of each way an operation ends, against real
 // git: first-try success, give-up when the budget runs out, stale lock, conflict.
 func TestLogOutcomes(t *testing.T) {

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refretry/refretry/internal/text"
+
 	"github.com/refretry/refretry/internal/testutil"
 )
 
@@ -735,7 +737,7 @@ func TestReliabilityFullDisk(t *testing.T) {
 			t.Parallel()
 			r := testutil.NewRepo(t, bc.git, bc.backend)
 			wrapper := filepath.Join(t.TempDir(), "git-full-disk")
-			script := fmt.Sprintf("#!/bin/sh\ntrap '' XFSZ\nulimit -f 0\nexec %s \"$@\"\n", shellQuote(bc.git.Path))
+			script := fmt.Sprintf("#!/bin/sh\ntrap '' XFSZ\nulimit -f 0\nexec %s \"$@\"\n", text.ShellQuote(bc.git.Path))
 			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/testutil"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/refretry/refretry/internal/testutil"
 )
 
 // TestScript runs the end-to-end scripts in testdata/script against real git: 2.55

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refretry/refretry/internal/text"
+
 	"github.com/refretry/refretry/internal/platform"
 )
 
@@ -25,9 +27,9 @@ type BrokenLock struct {
 // String is the one line refretry prints about the removal, without its "refretry: "
 // prefix.
 func (b BrokenLock) String() string {
-	what := "removed stale lock " + quotePath(b.Lock)
+	what := "removed stale lock " + text.ShellQuote(b.Lock)
 	if b.PIDFile != "" {
-		what += " and " + quotePath(b.PIDFile)
+		what += " and " + text.ShellQuote(b.PIDFile)
 	}
 	facts := []string{"age " + b.Age.Round(time.Second).String()}
 	if b.PID > 0 {
@@ -37,7 +39,6 @@ func (b BrokenLock) String() string {
 }
 
 // quotePath quotes a path the way a POSIX shell would read it back.
-func quotePath(p string) string { return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'" }
 
 // Reasons breakLock leaves a lock in place.
 var (

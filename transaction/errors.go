@@ -3,6 +3,8 @@ package transaction
 import (
 	"fmt"
 	"time"
+
+	"github.com/refretry/refretry/internal/text"
 )
 
 // Class names what kind of failure git reported. Only ClassLockContention is retried.
@@ -27,7 +29,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("git update-ref exited %d (%s): %s", e.ExitCode, e.Class, firstLine(e.Message))
+	return fmt.Sprintf("git update-ref exited %d (%s): %s", e.ExitCode, e.Class, text.FirstLine(e.Message))
 }
 
 func (e *Error) Unwrap() error { return e.Cause }
@@ -82,13 +84,4 @@ func (e *RefConflictError) Error() string {
 		return e.Reason
 	}
 	return fmt.Sprintf("ref %s: %s", e.Ref, e.Reason)
-}
-
-func firstLine(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			return s[:i]
-		}
-	}
-	return s
 }

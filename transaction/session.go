@@ -6,10 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/refretry/refretry/internal/gitexec"
 	"io"
 	"os"
 	"sync"
+
+	"github.com/refretry/refretry/internal/gitexec"
 )
 
 // session proxies `update-ref --stdin`. Every command read from the caller is appended

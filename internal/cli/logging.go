@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/refretry/refretry/internal/text"
 
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/gitexec"
@@ -260,13 +262,13 @@ func attemptRecord(n int, a retry.Attempt) ci.Attempt {
 	switch {
 	case a.Err == nil:
 	case errors.As(a.Err, &te):
-		rec.ExitCode, rec.Class, rec.Error = te.ExitCode, string(te.Class), firstLine(te.Message)
+		rec.ExitCode, rec.Class, rec.Error = te.ExitCode, string(te.Class), text.FirstLine(te.Message)
 		var lk *transaction.LockedError
 		if errors.As(a.Err, &lk) {
 			rec.Lock, rec.LockAge, rec.HolderPID = lk.Lock, lk.Age, lk.PID
 		}
 	default:
-		rec.ExitCode, rec.Class, rec.Error = exitFatal, string(transaction.ClassOther), firstLine(a.Err.Error())
+		rec.ExitCode, rec.Class, rec.Error = exitFatal, string(transaction.ClassOther), text.FirstLine(a.Err.Error())
 		if errors.Is(a.Err, transaction.ErrGitNotFound) {
 			rec.ExitCode = exitGitMissing
 		}
@@ -284,7 +286,7 @@ func summaryRecord(count, code int, elapsed time.Duration, git string, err error
 	var te *transaction.Error
 	var lk *transaction.LockedError
 	if errors.As(err, &te) {
-		s.Class, s.Error = string(te.Class), firstLine(te.Message)
+		s.Class, s.Error = string(te.Class), text.FirstLine(te.Message)
 		if errors.As(err, &lk) {
 			s.Lock = lk.Lock
 		}

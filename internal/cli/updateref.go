@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/refretry/refretry/internal/text"
 
 	"github.com/refretry/refretry/internal/group"
 	"github.com/refretry/refretry/internal/platform"
@@ -192,7 +194,7 @@ func cause(err error) string {
 	if errors.As(err, &l) && l.Lock != "" {
 		return fmt.Sprintf("%s on %s", te.Class, l.Lock)
 	}
-	return fmt.Sprintf("%s: %s", te.Class, firstLine(te.Message))
+	return fmt.Sprintf("%s: %s", te.Class, text.FirstLine(te.Message))
 }
 
 func staleAdvice(l *transaction.LockedError) string {
@@ -209,9 +211,9 @@ func staleAdvice(l *transaction.LockedError) string {
 	}
 	msg += ": " + l.StaleReason
 	if l.Lock != "" {
-		msg += fmt.Sprintf("; make sure no git process is using this repository, then remove it: rm -f %s", shellQuote(l.Lock))
+		msg += fmt.Sprintf("; make sure no git process is using this repository, then remove it: rm -f %s", text.ShellQuote(l.Lock))
 		if pidFile := pidFileOf(l.Lock); pidFile != "" {
-			msg += " " + shellQuote(pidFile)
+			msg += " " + text.ShellQuote(pidFile)
 		}
 	}
 	return msg

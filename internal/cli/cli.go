@@ -1,10 +1,11 @@
-package main
+package cli
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -76,8 +77,19 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-// run is refretry without the process around it: main and the tests call it.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+// Main is refretry's main: argv and environ as the process got them. Started under
+// the name git, it is the shim (shim.go).
+func Main(ctx context.Context, argv []string, s Streams, environ []string) int {
+	if len(argv) > 0 && shim.Invoked(argv[0]) {
+		self, _ := os.Executable()
+		return RunAsGit(ctx, argv[1:], s, environ, self, shim.Exec)
+	}
+	return Run(ctx, argv[1:], s, environ)
+}
+
+// Run is refretry without the process around it: Main and the tests call it.
+func Run(ctx context.Context, args []string, s Streams, environ []string) int {
+	stdin, stdout, stderr := s.Stdin, s.Stdout, s.Stderr
 	// The git shim, if it is on PATH, hands refretry's own git calls straight to the
 	// real git (shim_cmd.go).
 	environ = setEnv(environ, shim.BypassVar, "1")

@@ -1,19 +1,9 @@
-package main
+package cli
 
 import (
 	"os"
 	"strings"
 )
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // pidFileOf returns the ~pid.lock companion of a lock when it exists.
 func pidFileOf(lock string) string {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/refretry/refretry/internal/text"
 
 	"github.com/refretry/refretry/internal/shim"
 )
@@ -111,7 +113,7 @@ func pathLine(dir string) string {
 	if filepath.ListSeparator == ';' {
 		return "set PATH=" + dir + ";%PATH%"
 	}
-	return "export PATH=" + shellQuote(dir) + `:"$PATH"`
+	return "export PATH=" + text.ShellQuote(dir) + `:"$PATH"`
 }
 
 // appendLine appends line and a newline to the file at path. The line must not
@@ -131,7 +133,7 @@ func appendLine(path, line string) error {
 	return f.Close()
 }
 
-// runAsGit is refretry started under the name git (the shim). It decides before
+// RunAsGit is refretry started under the name git (the shim). It decides before
 // anything else: a call that is not `update-ref` goes to the real git through execGit
 // (in place, on Unix) without refretry parsing its own options or reading git config.
 // A call from a git that refretry runs (shim.BypassVar) always goes to the real git.
@@ -140,7 +142,7 @@ func appendLine(path, line string) error {
 // (REFRETRY_TIMEOUT, …) and git config, as the shim's command line is git's.
 //
 // ctx is called only for update-ref: it sets up the signal handling the retries need.
-func runAsGit(ctx context.Context, args []string, s Streams, environ []string, self string,
+func RunAsGit(ctx context.Context, args []string, s Streams, environ []string, self string,
 	execGit func(path string, args, env []string) (int, error)) int {
 	e := env(environ)
 	found, err := shim.Find(e.get, self)

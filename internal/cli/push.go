@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/refretry/refretry/internal/text"
 
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/gitexec"
@@ -235,9 +237,9 @@ func pushAttemptRecord(a retry.Attempt) ci.Attempt {
 			rec.Lock, rec.HolderPID = lk.Lock, lk.PID
 		}
 	case errors.As(a.Err, &re):
-		rec.ExitCode, rec.Class, rec.Error = 1, "rebase", firstLine(re.Error())
+		rec.ExitCode, rec.Class, rec.Error = 1, "rebase", text.FirstLine(re.Error())
 	default:
-		rec.ExitCode, rec.Class, rec.Error = exitFatal, string(push.ClassOther), firstLine(a.Err.Error())
+		rec.ExitCode, rec.Class, rec.Error = exitFatal, string(push.ClassOther), text.FirstLine(a.Err.Error())
 		if errors.Is(a.Err, push.ErrGitNotFound) {
 			rec.ExitCode = exitGitMissing
 		}
@@ -282,7 +284,7 @@ func pushSummary(count, code int, elapsed time.Duration, git string, err error) 
 	case errors.As(err, &ex):
 		s.Result, s.Reason, s.Attempts = ci.ResultGaveUp, string(ex.Reason), max(count, ex.Attempts)
 	case errors.As(err, &re):
-		s.Result, s.Class, s.Error, s.Advice = ci.ResultFailed, "rebase", firstLine(re.Error()), "integrate the remote changes by hand"
+		s.Result, s.Class, s.Error, s.Advice = ci.ResultFailed, "rebase", text.FirstLine(re.Error()), "integrate the remote changes by hand"
 	case pe != nil && pe.Class == push.ClassStaleLock:
 		s.Result, s.Advice = ci.ResultStaleLock, "the remote's lock belongs to a process that is gone: remove it on the server"
 	case pe != nil:

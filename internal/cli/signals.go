@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// Signals is how refretry reacts to SIGINT and SIGTERM: its context is cancelled,
+// git gets SIGTERM and removes its locks, and no further attempt starts. Catching
+// them costs a thread and a goroutine, so it starts only when a command is about to
+// wait for more than one git (see arm); until then the signals' default action ends
+// refretry, and a git already running finishes its one attempt on its own.
+type Signals struct {
+	once   sync.Once
+	cancel context.CancelFunc
+	caught atomic.Int32
+}
+
+type armKey struct{}
+
+// Context is the context every command runs in, with the means to start catching
+// signals attached.
+func (s *Signals) Context() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	return context.WithValue(ctx, armKey{}, s.arm)
+}
+
+// Caught is the signal that stopped the command, 0 if none.
+func (s *Signals) Caught() int { return int(s.caught.Load()) }
+
+func (s *Signals) arm() {
+	s.once.Do(func() {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			sig := <-c
+			s.caught.Store(int32(sig.(syscall.Signal)))
+			s.cancel()
+		}()
+	})
+}
+
+// arm starts catching SIGINT and SIGTERM for ctx's command; a no-op for a context
+// that did not come from Signals (tests).
+func arm(ctx context.Context) {
+	if f, ok := ctx.Value(armKey{}).(func()); ok {
+		f()
+	}
+}
+
+// armer is arm for ctx, as a callback.
+func armer(ctx context.Context) func() { return func() { arm(ctx) } }
