@@ -146,7 +146,7 @@ func (l *runLog) decide() {
 	if stderrFormat == "" && file == "" {
 		return
 	}
-	l.op, l.logFile = openOperation(l.s.Stderr, stderrFormat, file, l.e.get)
+	l.op, l.logFile = openOperation("update-ref", l.s.Stderr, stderrFormat, file, l.e.get)
 	if l.op == nil {
 		return
 	}
@@ -158,7 +158,7 @@ func (l *runLog) decide() {
 // none) and JSON lines appended to file ("" for none). It returns a nil operation
 // when there is nowhere to write; a log file it cannot open, or any other failure, is
 // reported on stderr and leaves the rest working. The caller closes the file.
-func openOperation(stderr io.Writer, format ci.Format, file string, getenv func(string) string) (*ci.Operation, *os.File) {
+func openOperation(command string, stderr io.Writer, format ci.Format, file string, getenv func(string) string) (*ci.Operation, *os.File) {
 	var f *os.File
 	var logFile io.Writer
 	if file != "" {
@@ -173,7 +173,7 @@ func openOperation(stderr io.Writer, format ci.Format, file string, getenv func(
 	if format == "" && logFile == nil {
 		return nil, nil
 	}
-	op, err := ci.New(ci.Config{Format: format, Stderr: stderr, LogFile: logFile, Getenv: getenv})
+	op, err := ci.New(ci.Config{Command: command, Format: format, Stderr: stderr, LogFile: logFile, Getenv: getenv})
 	if err != nil {
 		fmt.Fprintf(stderr, "refretry: %v\n", err)
 		if f != nil {

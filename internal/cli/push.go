@@ -164,7 +164,7 @@ func (l *pushLog) decide() {
 	if stderrFormat == ci.Text && format != ci.Text {
 		stderrFormat = "" // auto chose text: refretry's plain lines
 	}
-	l.op, l.logFile = openOperation(l.s.Stderr, stderrFormat, file, l.e.get) // logging.go
+	l.op, l.logFile = openOperation("push", l.s.Stderr, stderrFormat, file, l.e.get) // logging.go
 	if l.op != nil {
 		l.stderr.set(l.op.Relay())
 	}
