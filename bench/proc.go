@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/refretry/refretry/internal/hermetic"
 )
 
 // gateEnv marks a child that is this program acting as a start gate: it
@@ -64,41 +66,10 @@ func newRunner(ctx context.Context, cfg config, root string) (*runner, error) {
 	}, nil
 }
 
-// childEnv is the caller's environment minus any GIT_* variables (so a
-// GIT_DIR or GIT_CONFIG_* cannot leak in), plus fixed identity, locale and
-// configuration isolation.
+// childEnv is the hermetic environment (internal/hermetic) with refretry pointed at
+// the git under test.
 func childEnv(base []string, home, git string) []string {
-	const date = "1700000000 +0000"
-	fixed := map[string]string{
-		"LC_ALL":              "C",
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME":     "refretry bench",
-		"GIT_AUTHOR_EMAIL":    "bench@refretry.invalid",
-		"GIT_AUTHOR_DATE":     date,
-		"GIT_COMMITTER_NAME":  "refretry bench",
-		"GIT_COMMITTER_EMAIL": "bench@refretry.invalid",
-		"GIT_COMMITTER_DATE":  date,
-		"REFRETRY_GIT":        git,
-	}
-	env := make([]string, 0, len(base)+len(fixed))
-	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := fixed[k]; ok || strings.HasPrefix(k, "GIT_") || k == gateEnv {
-			continue
-		}
-		env = append(env, kv)
-	}
-	keys := make([]string, 0, len(fixed))
-	for k := range fixed {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+fixed[k])
-	}
-	return env
+	return append(hermetic.Env(base, home), "REFRETRY_GIT="+git)
 }
 
 func (r *runner) command(ctx context.Context, dir string, argv []string) *exec.Cmd {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refretry/refretry/internal/hermetic"
 	"github.com/refretry/refretry/internal/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
@@ -29,7 +30,7 @@ type server struct {
 func newServer(t testing.TB, g testutil.Git, backend string) *server {
 	t.Helper()
 	root := t.TempDir()
-	s := &server{t: t, git: g, backend: backend, dir: filepath.Join(root, "remote.git"), env: testutil.Env(root)}
+	s := &server{t: t, git: g, backend: backend, dir: filepath.Join(root, "remote.git"), env: hermetic.Env(os.Environ(), root)}
 	args := []string{"init", "-q", "--bare", "-b", "main"}
 	if backend == "reftable" {
 		args = append(args, "--ref-format=reftable")
@@ -92,7 +93,7 @@ type client struct {
 func newClient(t testing.TB, g testutil.Git, s *server) *client {
 	t.Helper()
 	root := t.TempDir()
-	c := &client{t: t, git: g, dir: filepath.Join(root, "work"), env: testutil.Env(root)}
+	c := &client{t: t, git: g, dir: filepath.Join(root, "work"), env: hermetic.Env(os.Environ(), root)}
 	gitRun(t, g.Path, root, c.env, "init", "-q", "-b", "main", c.dir)
 	c.run("remote", "add", "origin", "file://"+s.dir)
 	c.run("config", "remote.origin.receivepack", s.serverSide("git-receive-pack"))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refretry/refretry/internal/hermetic"
 	"github.com/refretry/refretry/internal/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
@@ -64,7 +66,7 @@ func newGitHTTP(t testing.TB, s *server, f *faults) (url string) {
 
 func gitExecPath(t testing.TB, g testutil.Git) string {
 	t.Helper()
-	return gitRun(t, g.Path, t.TempDir(), testutil.Env(t.TempDir()), "--exec-path")
+	return gitRun(t, g.Path, t.TempDir(), hermetic.Env(os.Environ(), t.TempDir()), "--exec-path")
 }
 
 func (h *gitHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {

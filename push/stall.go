@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refretry/refretry/internal/environ"
 	"github.com/refretry/refretry/internal/gitexec"
 )
 
@@ -26,7 +27,7 @@ var DefaultStallFloor = StallFloor{Limit: 1, Time: 30 * time.Second}
 // which also covers `git -c` (GIT_CONFIG_PARAMETERS) and GIT_CONFIG_COUNT.
 func (p *Runner) userStallFloor(ctx context.Context) bool {
 	for _, k := range []string{"GIT_HTTP_LOW_SPEED_LIMIT", "GIT_HTTP_LOW_SPEED_TIME"} {
-		if getenv(p.Env, k) != "" {
+		if environ.Get(p.Env, k) != "" {
 			return true
 		}
 	}
@@ -50,15 +51,6 @@ func (p *Runner) withStallFloor(ctx context.Context, env []string, remote string
 	return gitexec.WithConfig(env,
 		[2]string{"http.lowSpeedLimit", strconv.Itoa(f.Limit)},
 		[2]string{"http.lowSpeedTime", strconv.FormatInt(secs, 10)})
-}
-
-func getenv(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
 }
 
 // mayUseHTTP reports whether remote may be reached over HTTP: an http(s) URL, or a

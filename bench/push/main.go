@@ -20,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/refretry/refretry/internal/hermetic"
 )
 
 type config struct {
@@ -79,7 +81,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	env := benchEnv(root)
+	env := hermetic.Env(os.Environ(), root)
 	version, err := output(env, root, cfg.git, "version")
 	if err != nil {
 		return err
@@ -247,21 +249,6 @@ func report(cfg config, setting string, results [][]result) {
 			}
 		}
 	}
-}
-
-// benchEnv is the caller's environment without GIT_* variables, with a fixed
-// identity, no system or user configuration, and the C locale.
-func benchEnv(home string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "GIT_") || strings.HasPrefix(kv, "REFRETRY_") || strings.HasPrefix(kv, "HOME=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C",
-		"GIT_AUTHOR_NAME=Bench", "GIT_AUTHOR_EMAIL=bench@example.com", "GIT_AUTHOR_DATE=1700000000 +0000",
-		"GIT_COMMITTER_NAME=Bench", "GIT_COMMITTER_EMAIL=bench@example.com", "GIT_COMMITTER_DATE=1700000000 +0000")
 }
 
 func output(env []string, dir, name string, args ...string) (string, error) {

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/refretry/refretry/internal/hermetic"
 )
 
 func main() {
@@ -62,10 +64,7 @@ func run(refretry, git string, runs, files int, floor bool) error {
 		}
 	}
 	repo := filepath.Join(root, "repo")
-	env := append(os.Environ(),
-		"HOME="+root, "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C",
-		"GIT_AUTHOR_NAME=Bench", "GIT_AUTHOR_EMAIL=bench@example.com",
-		"GIT_COMMITTER_NAME=Bench", "GIT_COMMITTER_EMAIL=bench@example.com",
+	env := append(hermetic.Env(os.Environ(), root),
 		// The shim first, then the real git's directory: as after `refretry shim install`.
 		"PATH="+shimDir+string(filepath.ListSeparator)+filepath.Dir(git)+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	sh := func(args ...string) error {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/refretry/refretry/internal/hermetic"
 )
 
 // roundResult is what one round did and found.
@@ -50,27 +52,10 @@ func (r *repo) run(stdin string, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// environ is a fixed environment: no user or system config, fixed identities, C locale.
-func environ(home string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "GIT_") || strings.HasPrefix(kv, "REFRETRY_") || strings.HasPrefix(kv, "HOME=") ||
-			strings.HasPrefix(kv, "GITHUB_") || strings.HasPrefix(kv, "GITLAB_") || strings.HasPrefix(kv, "CI=") ||
-			strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=A U Thor", "GIT_AUTHOR_EMAIL=author@example.com", "GIT_AUTHOR_DATE=1700000000 +0000",
-		"GIT_COMMITTER_NAME=C O Mitter", "GIT_COMMITTER_EMAIL=committer@example.com",
-		"GIT_COMMITTER_DATE=1700000000 +0000", "LC_ALL=C")
-}
-
 // newRepo makes a repository with main and other branches, reflogs for every ref, and
 // a pool of n distinct commits, returned in order.
 func newRepo(cfg config, root string, n int) (*repo, []string, error) {
-	r := &repo{git: cfg.git, dir: filepath.Join(root, "repo"), env: environ(root)}
+	r := &repo{git: cfg.git, dir: filepath.Join(root, "repo"), env: hermetic.Env(os.Environ(), root)}
 	args := []string{"init", "-q", "-b", "main"}
 	if cfg.backend == "reftable" {
 		args = append(args, "--ref-format=reftable")

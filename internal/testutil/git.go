@@ -4,12 +4,15 @@ package testutil
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/refretry/refretry/internal/hermetic"
 )
 
 // Git is a git binary under test.
@@ -21,6 +24,13 @@ type Git struct {
 
 // Name is a short label for subtests.
 func (g Git) Name() string { return "git" + g.Version }
+
+// AtLeast reports whether this git is version major.minor or later.
+func (g Git) AtLeast(major, minor int) bool {
+	var ma, mi int
+	fmt.Sscanf(g.Version, "%d.%d", &ma, &mi)
+	return ma > major || ma == major && mi >= minor
+}
 
 // NewGit returns git 2.55, from REFRETRY_TEST_GIT or the cache scripts/get-git.sh fills.
 // It fails the test rather than skipping: the reftable tests are the point.
@@ -68,28 +78,6 @@ func probe(t testing.TB, path string) Git {
 	return g
 }
 
-// Env is a fixed environment for test repositories: no user or system config, no CI
-// variables, fixed identities and dates so object ids are the same on every run, C
-// locale.
-func Env(home string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "GIT_") || strings.HasPrefix(kv, "REFRETRY_") ||
-			// A CI's own variables would switch refretry's logging to that CI's format.
-			strings.HasPrefix(kv, "GITHUB_") || strings.HasPrefix(kv, "GITLAB_") || strings.HasPrefix(kv, "CI=") ||
-			strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env,
-		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=A U Thor", "GIT_AUTHOR_EMAIL=author@example.com",
-		"GIT_AUTHOR_DATE=1700000000 +0000", "GIT_COMMITTER_NAME=C O Mitter",
-		"GIT_COMMITTER_EMAIL=committer@example.com", "GIT_COMMITTER_DATE=1700000000 +0000",
-		"LC_ALL=C")
-}
-
 // Repo is a temporary repository with one commit on main.
 type Repo struct {
 	t       testing.TB
@@ -105,7 +93,7 @@ type Repo struct {
 func NewRepo(t testing.TB, g Git, backend string) *Repo {
 	t.Helper()
 	root := t.TempDir()
-	r := &Repo{t: t, Git: g, Dir: filepath.Join(root, "repo"), Env: Env(root), Backend: backend}
+	r := &Repo{t: t, Git: g, Dir: filepath.Join(root, "repo"), Env: hermetic.Env(os.Environ(), root), Backend: backend}
 	r.GitDir = filepath.Join(r.Dir, ".git")
 	args := []string{"init", "-q", "-b", "main"}
 	if backend == "reftable" {
