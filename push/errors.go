@@ -3,6 +3,10 @@ package push
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/transaction"
 )
 
 // Class names what kind of failure a push attempt ended with.
@@ -63,28 +67,11 @@ func (e *RejectedError) Error() string {
 	return fmt.Sprintf("%s %s (%s)", who, e.Ref, e.Reason)
 }
 
-// LockedError is a server-side lock failure, as the server's `remote:` lines show it.
-type LockedError struct {
-	// Ref is the ref the server was locking, when its message names one.
-	Ref string
-	// Lock is the lock file the server named; empty for reftable, whose message names none.
-	Lock string
-	// PID is the holder's pid when the server's advice names one (0 if unknown).
-	PID int
-	// Stale is set when the server reports the holder gone.
-	Stale bool
-}
-
-func (e *LockedError) Error() string {
-	what := e.Lock
-	if what == "" {
-		what = "references"
-	}
-	if e.Stale {
-		return fmt.Sprintf("stale lock %s on the remote (holder pid %d is gone)", what, e.PID)
-	}
-	return fmt.Sprintf("remote lock %s is held", what)
-}
+// LockedError is a server-side lock failure, as the server's `remote:` lines show it:
+// transaction's lock error with Remote set. Lock is empty for reftable, whose message
+// names no file; Age is not known; PID is the holder's when the server's advice names
+// one.
+type LockedError = transaction.LockedError
 
 // MovedError is a ref that another push moved between the advertisement this push
 // was based on and the server's update: the server's compare-and-swap failed.
@@ -108,18 +95,55 @@ func (e *TransportError) Error() string { return e.Message }
 
 // ErrGitNotFound is matched (errors.Is) by the error returned when git cannot be
 // started: a *StartError.
-var ErrGitNotFound = errors.New("git could not be started")
+var ErrGitNotFound = gitexec.ErrNotFound
 
 // StartError is why git could not be started; Unwrap gives the system's reason.
-type StartError struct{ Err error }
-
-func (e *StartError) Error() string        { return "git could not be started: " + e.Err.Error() }
-func (e *StartError) Unwrap() error        { return e.Err }
-func (e *StartError) Is(target error) bool { return target == ErrGitNotFound }
+type StartError = gitexec.StartError
 
 func short(oid string) string {
 	if len(oid) > 12 {
 		return oid[:12]
 	}
 	return oid
+}
+
+// Exit is git's exit code.
+func (e *Error) Exit() int { return e.ExitCode }
+
+// Kind is the failure's class as text.
+func (e *Error) Kind() string { return string(e.Class) }
+
+// Line is the line that decided the class.
+func (e *Error) Line() string { return e.Message }
+
+// Reason is the failure in a few words, naming the remote's lock for contention.
+func (e *Error) Reason() string {
+	var l *LockedError
+	if e.Class == ClassLockContention && errors.As(e, &l) {
+		if l.Lock != "" {
+			return fmt.Sprintf("%s on the remote's %s: %s", e.Class, l.Lock, e.Message)
+		}
+		return fmt.Sprintf("%s on the remote's references: %s", e.Class, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Class, e.Message)
+}
+
+// Held is the remote's lock, when the failure is one; its age is not known here.
+func (e *Error) Held() (lock string, age time.Duration, pid int) {
+	var l *LockedError
+	if errors.As(e, &l) {
+		return l.Lock, 0, l.PID
+	}
+	return "", 0, 0
+}
+
+// Advice says, for a stale lock on the remote, that it must be removed there; git's
+// output says all there is to say about any other failure ("").
+func (e *Error) Advice() string {
+	var l *LockedError
+	if e.Class != ClassStaleLock || !errors.As(e, &l) {
+		return ""
+	}
+	return fmt.Sprintf("the remote's lock %s was held by process %d, which is gone; "+
+		"it must be removed on the server, so refretry did not retry", l.Lock, l.PID)
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/text"
 )
 
 // RebaseError says that rebasing the local commits onto the remote tip failed. The
@@ -144,3 +146,21 @@ func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
 }
+
+// Exit is what `refretry push --rebase` exits with when the rebase failed.
+func (e *RebaseError) Exit() int { return 1 }
+
+// Kind is "rebase".
+func (e *RebaseError) Kind() string { return "rebase" }
+
+// Line is the first line of the error.
+func (e *RebaseError) Line() string { return text.FirstLine(e.Error()) }
+
+// Reason is the first line of the error.
+func (e *RebaseError) Reason() string { return e.Line() }
+
+// Held is no lock.
+func (e *RebaseError) Held() (string, time.Duration, int) { return "", 0, 0 }
+
+// Advice is the whole error: git's output does not say what refretry did.
+func (e *RebaseError) Advice() string { return e.Error() }

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/refretry/refretry/internal/gitmsg"
@@ -46,7 +47,7 @@ func remoteEvidence(stderr []byte) evidence {
 			continue
 		}
 		if msg == "cannot lock references" {
-			ev.locks = append(ev.locks, &LockedError{})
+			ev.locks = append(ev.locks, &LockedError{Remote: true})
 			continue
 		}
 		msg, ref := gitmsg.StripCannotLockRef(msg)
@@ -61,13 +62,14 @@ func remoteEvidence(stderr []byte) evidence {
 		if m == nil {
 			continue
 		}
-		l := &LockedError{Ref: ref, Lock: m[1]}
+		l := &LockedError{Ref: ref, Lock: m[1], Remote: true}
 		// More remote: lines may follow the advice (other refs, the hook's output).
 		switch kind, pid, _ := gitmsg.ReadAdvice(lines[i+1:]); kind {
 		case gitmsg.AdviceLive:
 			l.PID = pid
 		case gitmsg.AdviceDead:
 			l.PID, l.Stale = pid, true
+			l.StaleReason = fmt.Sprintf("its holder, process %d, is gone", pid)
 		default:
 			continue
 		}

@@ -17,5 +17,13 @@
 //   - Time and randomness are injectable ([Clock], [Retrier].Rand) so that tests of code
 //     built on this package never sleep.
 //
+// Why backoff/v4 supplies only the schedule: its jitter draws from math/rand's global
+// source, which tests cannot replace, and its MaxElapsedTime stops the schedule
+// without saying whether the deadline or something else ended it, nor whether the
+// next delay would end past the deadline (the loop must not sleep for nothing). So the
+// loop asks backoff for the un-randomised delay (RandomizationFactor 0, no
+// MaxElapsedTime) and applies [Jitter] and the deadline itself, with the injected
+// randomness and clock.
+//
 // The package knows nothing about git.
 package retry

@@ -38,8 +38,6 @@ func (b BrokenLock) String() string {
 	return what + " (" + strings.Join(facts, ", ") + "): " + b.Reason + "; retrying"
 }
 
-// quotePath quotes a path the way a POSIX shell would read it back.
-
 // Reasons breakLock leaves a lock in place.
 var (
 	errLockGone    = errors.New("the lock is gone")
@@ -63,34 +61,56 @@ func (e *NotStaleError) Error() string { return "not removed: " + e.Reason }
 // errLockChanged when a different file now holds the name, a *NotStaleError when the
 // lock is not provably stale, and any other error when the removal failed.
 func breakLock(lock string, staleAfter time.Duration, now time.Time) (BrokenLock, error) {
+	v, err := judgeLock(lock, staleAfter, now)
+	if err != nil {
+		return v.BrokenLock, err
+	}
+	return v.remove()
+}
+
+// verdict is a lock judged stale, with what was seen of it and its ~pid.lock.
+type verdict struct {
+	BrokenLock
+	lockInfo fs.FileInfo
+	pidInfo  fs.FileInfo // nil when there was no ~pid.lock
+	pidPath  string
+}
+
+// judgeLock is breakLock's first half: whether lock is stale now, and what it is.
+func judgeLock(lock string, staleAfter time.Duration, now time.Time) (verdict, error) {
 	b := BrokenLock{Lock: lock}
 	fi, err := os.Lstat(lock)
 	if errors.Is(err, fs.ErrNotExist) {
-		return b, errLockGone
+		return verdict{BrokenLock: b}, errLockGone
 	}
 	if err != nil {
-		return b, err
+		return verdict{BrokenLock: b}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return b, &NotStaleError{Reason: "it is not a regular file"}
+		return verdict{BrokenLock: b}, &NotStaleError{Reason: "it is not a regular file"}
 	}
 	b.Age = now.Sub(fi.ModTime())
 	pidPath := strings.TrimSuffix(lock, ".lock") + "~pid.lock"
-	pfi, perr := os.Lstat(pidPath)
+	pfi, _ := os.Lstat(pidPath)
 	pid, hasPID := readPIDFile(pidPath)
 	switch {
 	case hasPID && processGone(pid):
 		b.PID = pid
 		b.Reason = "its holder, process " + strconv.Itoa(pid) + " (from the ~pid.lock file), is no longer running"
 	case hasPID:
-		return b, &NotStaleError{Reason: "its ~pid.lock names process " + strconv.Itoa(pid) + ", which is running"}
+		return verdict{BrokenLock: b}, &NotStaleError{Reason: "its ~pid.lock names process " + strconv.Itoa(pid) + ", which is running"}
 	case staleAfter > 0 && b.Age > staleAfter:
 		b.Reason = "it is older than the stale-after limit of " + staleAfter.String()
 	default:
-		return b, &NotStaleError{Reason: "its holder is not known to be gone and it is younger than the stale-after limit"}
+		return verdict{BrokenLock: b}, &NotStaleError{Reason: "its holder is not known to be gone and it is younger than the stale-after limit"}
 	}
+	return verdict{BrokenLock: b, lockInfo: fi, pidInfo: pfi, pidPath: pidPath}, nil
+}
 
-	beforeRecheck()
+// remove is breakLock's second half: it removes the lock judged stale, and its
+// ~pid.lock, if each is still the very file inspected.
+func (v verdict) remove() (BrokenLock, error) {
+	b, lock, fi, pidPath, pfi := v.BrokenLock, v.Lock, v.lockInfo, v.pidPath, v.pidInfo
 	again, err := os.Lstat(lock)
 	if errors.Is(err, fs.ErrNotExist) {
 		return b, errLockGone
@@ -107,7 +127,7 @@ func breakLock(lock string, staleAfter time.Duration, now time.Time) (BrokenLock
 		}
 		return b, fmt.Errorf("removing %s: %w", lock, err)
 	}
-	if perr == nil {
+	if pfi != nil {
 		// The ~pid.lock goes only if it is still the one read above: a new holder
 		// may already have taken the lock and written its own.
 		if p2, err := os.Lstat(pidPath); err == nil && sameFile(pfi, p2) && os.Remove(pidPath) == nil {
@@ -116,10 +136,6 @@ func breakLock(lock string, staleAfter time.Duration, now time.Time) (BrokenLock
 	}
 	return b, nil
 }
-
-// beforeRecheck runs between the decision to remove a lock and the check that it is
-// still the file inspected; tests replace it to swap the file in that window.
-var beforeRecheck = func() {}
 
 // sameFile reports whether two stats are of the same, unchanged file.
 func sameFile(a, b fs.FileInfo) bool {
@@ -135,7 +151,7 @@ func sameFile(a, b fs.FileInfo) bool {
 // a lock found stale is removed and the failure becomes lock contention again, so
 // that the retry loop runs the update once more. When the lock cannot be removed the
 // failure stays a stale-lock one, and says why.
-func (r *Runner) breakStale(e *Error, l *LockedError, s Settings) {
+func (r *run) breakStale(e *Error, l *LockedError, s Settings) {
 	if !r.BreakStaleLocks && !s.BreakStaleLocks || l.Lock == "" || !strings.HasSuffix(l.Lock, ".lock") {
 		return
 	}

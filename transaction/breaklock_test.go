@@ -103,15 +103,17 @@ func TestBreakLockReplaced(t *testing.T) {
 	dir := t.TempDir()
 	lock, pidFile := lockWithPID(t, dir, time.Second, deadPID(t))
 	live := []byte(fmt.Sprintf("pid %d\n", os.Getpid()))
-	beforeRecheck = func() {
-		// The dead holder's files go and a live writer takes the lock.
-		os.Remove(lock)
-		os.Remove(pidFile)
-		os.WriteFile(lock, []byte("new holder"), 0o644)
-		os.WriteFile(pidFile, live, 0o644)
+	v, err := judgeLock(lock, 2*time.Minute, time.Now())
+	if err != nil {
+		t.Fatalf("judgeLock: %v", err)
 	}
-	defer func() { beforeRecheck = func() {} }()
-	_, err := breakLock(lock, 2*time.Minute, time.Now())
+	// Between the judgement and the removal the dead holder's files go and a live
+	// writer takes the lock.
+	os.Remove(lock)
+	os.Remove(pidFile)
+	os.WriteFile(lock, []byte("new holder"), 0o644)
+	os.WriteFile(pidFile, live, 0o644)
+	_, err = v.remove()
 	if !errors.Is(err, errLockChanged) {
 		t.Fatalf("breakLock: %v, want errLockChanged", err)
 	}
@@ -140,7 +142,7 @@ func TestBreakStaleHook(t *testing.T) {
 			dir := t.TempDir()
 			lock, _ := lockWithPID(t, dir, time.Hour, 0)
 			var got []BrokenLock
-			r := &Runner{BreakStaleLocks: enabled, OnBreakLock: func(b BrokenLock) { got = append(got, b) }}
+			r := &run{Runner: &Runner{BreakStaleLocks: enabled, OnBreakLock: func(b BrokenLock) { got = append(got, b) }}}
 			l := &LockedError{Lock: lock, Stale: true, StaleReason: "old"}
 			e := &Error{Class: ClassStaleLock, Cause: l}
 			r.breakStale(e, l, Settings{StaleAfter: time.Minute})

@@ -1,7 +1,10 @@
 package transaction
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/refretry/refretry/internal/text"
@@ -48,12 +51,18 @@ type LockedError struct {
 	// Stale is set when the holder is known to be gone; StaleReason says how.
 	Stale       bool
 	StaleReason string
+	// Remote is set for a lock on a push's receiving side, as its remote: lines
+	// report it (package push); Lock is then the server's path.
+	Remote bool
 }
 
 func (e *LockedError) Error() string {
 	what := e.Lock
 	if what == "" {
 		what = "references"
+	}
+	if e.Remote {
+		what += " on the remote"
 	}
 	if e.Stale {
 		return fmt.Sprintf("stale lock %s: %s", what, e.StaleReason)
@@ -84,4 +93,73 @@ func (e *RefConflictError) Error() string {
 		return e.Reason
 	}
 	return fmt.Sprintf("ref %s: %s", e.Ref, e.Reason)
+}
+
+// Exit is git's exit code.
+func (e *Error) Exit() int { return e.ExitCode }
+
+// Kind is the failure's class as text.
+func (e *Error) Kind() string { return string(e.Class) }
+
+// Line is the first line of git's message.
+func (e *Error) Line() string { return text.FirstLine(e.Message) }
+
+// Reason is the failure in a few words: "lock-contention on <lock>", or the class and
+// git's first line.
+func (e *Error) Reason() string {
+	var l *LockedError
+	if errors.As(e, &l) && l.Lock != "" {
+		return fmt.Sprintf("%s on %s", e.Class, l.Lock)
+	}
+	return fmt.Sprintf("%s: %s", e.Class, e.Line())
+}
+
+// Held is the lock another process holds, when the failure is one.
+func (e *Error) Held() (lock string, age time.Duration, pid int) {
+	var l *LockedError
+	if errors.As(e, &l) {
+		return l.Lock, l.Age, l.PID
+	}
+	return "", 0, 0
+}
+
+// Advice says, for a stale lock, whose it is, how old, and how to remove it; git's
+// own message says all there is to say about any other failure ("").
+func (e *Error) Advice() string {
+	var l *LockedError
+	if e.Class != ClassStaleLock || !errors.As(e, &l) {
+		return ""
+	}
+	msg := "stale lock " + l.Lock
+	var facts []string
+	if l.Age > 0 {
+		facts = append(facts, "age "+l.Age.Round(time.Second).String())
+	}
+	if l.PID > 0 {
+		facts = append(facts, fmt.Sprintf("holder pid %d", l.PID))
+	}
+	if len(facts) > 0 {
+		msg += " (" + strings.Join(facts, ", ") + ")"
+	}
+	msg += ": " + l.StaleReason
+	if l.Lock != "" {
+		msg += "; make sure no git process is using this repository, then remove it: rm -f " + text.ShellQuote(l.Lock)
+		if pidFile := pidFileOf(l.Lock); pidFile != "" {
+			msg += " " + text.ShellQuote(pidFile)
+		}
+	}
+	return msg
+}
+
+// pidFileOf returns the ~pid.lock companion of a lock when it exists.
+func pidFileOf(lock string) string {
+	p, ok := strings.CutSuffix(lock, ".lock")
+	if !ok {
+		return ""
+	}
+	p += "~pid.lock"
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }

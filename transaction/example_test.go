@@ -1,9 +1,15 @@
 package transaction_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
 
+	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/transaction"
 )
 
@@ -25,4 +31,52 @@ func ExampleParseArgs() {
 	a := transaction.ParseArgs([]string{"-m", "ci", "--std", "-z"})
 	fmt.Println(a.Understood, a.Stdin, a.NUL)
 	// Output: true true true
+}
+
+// A Runner is configured once and run for each update: here one ref, then a --stdin
+// batch that fails at once on a ref that exists (a conflict, never retried) and so
+// applies nothing.
+func ExampleRunner() {
+	dir, err := os.MkdirTemp("", "refretry-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := exec.Command("git", "init", "-q", dir).Run(); err != nil {
+		panic(err)
+	}
+	// Refs may point at any object; a blob is the quickest to make.
+	hash := exec.Command("git", "-C", dir, "hash-object", "-w", "--stdin")
+	hash.Stdin = strings.NewReader("result of job 1\n")
+	out, err := hash.Output()
+	if err != nil {
+		panic(err)
+	}
+	oid := strings.TrimSpace(string(out))
+
+	r := &transaction.Runner{
+		Git: "git", Dirs: []string{dir}, Env: os.Environ(),
+		Stdout: os.Stdout, Stderr: io.Discard, // git's own output, from the final attempt
+		OnAttempt: func(a retry.Attempt) {
+			if !a.Final {
+				fmt.Println("retrying after", a.Err)
+			}
+		},
+	}
+	ctx := context.Background()
+	code, err := r.Run(ctx, transaction.ParseArgs([]string{"refs/ci/job-1", oid}))
+	fmt.Println(code, err)
+
+	r.Stdin = strings.NewReader("create refs/ci/job-2 " + oid + "\ncreate refs/ci/job-1 " + oid + "\n")
+	code, err = r.Run(ctx, transaction.ParseArgs([]string{"--stdin"}))
+	var te *transaction.Error
+	fmt.Println(code, errors.As(err, &te) && te.Class == transaction.ClassConflict)
+
+	show := exec.Command("git", "-C", dir, "for-each-ref", "--format=%(refname)", "refs/ci/")
+	refs, _ := show.Output()
+	fmt.Print(string(refs))
+	// Output:
+	// 0 <nil>
+	// 128 true
+	// refs/ci/job-1
 }

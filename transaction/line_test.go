@@ -143,11 +143,12 @@ func TestLineReleasedOnDeath(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
-	}()
-	leave, _ := waitInLine(context.Background(), dir, func(w time.Duration) time.Duration { return max(20*time.Second-w, 0) }, nop)
+	// The holder dies once this process has queued behind it.
+	killHolder := func() { _ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) }
+	leave, queued := waitInLine(context.Background(), dir, func(w time.Duration) time.Duration { return max(20*time.Second-w, 0) }, killHolder)
+	if !queued {
+		t.Error("the wait behind a live holder did not queue")
+	}
 	_ = holder.Wait()
 	if !busy() {
 		t.Error("after the holder died, this process should hold the line")

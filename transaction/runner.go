@@ -17,15 +17,23 @@ import (
 	"github.com/refretry/refretry/retry"
 )
 
+// DefaultStaleAfter is how old a lock must be before it is called stale. git holds ref
+// locks for milliseconds; docs/defaults.md has the measurements.
+const DefaultStaleAfter = 2 * time.Minute
+
 // Settings are the knobs a Runner needs only once something has failed.
 type Settings struct {
-	Policy     retry.Policy
+	Policy retry.Policy
+	// StaleAfter is the age past which a lock is stale; 0 means that age alone never
+	// makes one stale. refretry uses DefaultStaleAfter.
 	StaleAfter time.Duration
 	// BreakStaleLocks: remove a lock found stale, then retry (breaklock.go).
 	BreakStaleLocks bool
 }
 
-// Runner runs one `git update-ref` invocation, retrying lock contention.
+// Runner runs `git update-ref` invocations, retrying lock contention. Its fields are
+// its configuration, which Run only reads: one Runner may run any number of updates,
+// one after another or at once (each with its own Stdin, then).
 type Runner struct {
 	Git  string   // git executable: a path, or a name looked up in PATH
 	Dirs []string // -C directories, in order
@@ -50,8 +58,9 @@ type Runner struct {
 	Stderr io.Writer
 
 	// Settings supplies the retry policy and stale-lock limit. It is called at most
-	// once, after the first lock-contention failure, so that reading them (from git
-	// config, say) costs nothing when the first attempt succeeds.
+	// once a run, after the first lock-contention failure, so that reading them (from
+	// git config, say) costs nothing when the first attempt succeeds. nil means
+	// retry.DefaultPolicy() and DefaultStaleAfter.
 	Settings func() (Settings, error)
 	// OnAttempt, if set, is called after every attempt. Attempt.Err is a *Error.
 	OnAttempt func(retry.Attempt)
@@ -75,7 +84,13 @@ type Runner struct {
 	// Stderr.
 	BreakStaleLocks bool
 	OnBreakLock     func(BrokenLock)
+}
 
+// run is one call of [Runner.Run]: the Runner's configuration, which it does not
+// change, and the state of this call alone. A Runner may be run any number of times,
+// one call after another or at once.
+type run struct {
+	*Runner
 	start          time.Time
 	waitOnce       sync.Once
 	settingsOnce   sync.Once
@@ -92,15 +107,11 @@ type Runner struct {
 
 // ErrGitNotFound is matched (errors.Is) by the error Run returns when git cannot be
 // started: a *StartError.
-var ErrGitNotFound = errors.New("git could not be started")
+var ErrGitNotFound = gitexec.ErrNotFound
 
-// StartError is why git could not be started: the executable is missing, not
+// StartError is why git could not be started: the executable is missing or not
 // executable, or the system refused a new process.
-type StartError struct{ Err error }
-
-func (e *StartError) Error() string        { return "git could not be started: " + e.Err.Error() }
-func (e *StartError) Unwrap() error        { return e.Err }
-func (e *StartError) Is(target error) bool { return target == ErrGitNotFound }
+type StartError = gitexec.StartError
 
 // Run runs update-ref with args (the caller's arguments, verbatim) until it succeeds,
 // fails for a reason other than lock contention, or the retry budget is spent. git's
@@ -108,8 +119,8 @@ func (e *StartError) Is(target error) bool { return target == ErrGitNotFound }
 // attempt only. It returns the exit code to exit with and an error describing the
 // failure: a *Error, a *retry.ExhaustedError wrapping one, a *StartError, or a
 // *retry.ResolveError when the settings needed for a retry were bad.
-func (r *Runner) Run(ctx context.Context, args Args) (int, error) {
-	r.start = time.Now()
+func (rr *Runner) Run(ctx context.Context, args Args) (int, error) {
+	r := &run{Runner: rr, start: time.Now()}
 	switch {
 	case !args.Understood:
 		return r.passthrough(ctx, args)
@@ -120,18 +131,18 @@ func (r *Runner) Run(ctx context.Context, args Args) (int, error) {
 	}
 }
 
-func (r *Runner) command(ctx context.Context, args ...string) *exec.Cmd {
+func (r *run) command(ctx context.Context, args ...string) *exec.Cmd {
 	if len(r.GlobalArgs) > 0 { // GlobalArgs
 		args = append(append(make([]string, 0, len(r.GlobalArgs)+len(args)), r.GlobalArgs...), args...)
 	}
 	return gitexec.Command(ctx, r.Git, r.Dirs, r.Env, args...)
 }
 
-func (r *Runner) updateRef(ctx context.Context, args Args) *exec.Cmd {
+func (r *run) updateRef(ctx context.Context, args Args) *exec.Cmd {
 	return r.command(ctx, append([]string{"update-ref"}, args.Raw...)...)
 }
 
-func (r *Runner) beforeWait() {
+func (r *run) beforeWait() {
 	if r.BeforeWait != nil {
 		r.waitOnce.Do(r.BeforeWait)
 	}
@@ -139,7 +150,7 @@ func (r *Runner) beforeWait() {
 
 // FirstLockWait is how long git itself waits for a lock in the first attempt. Each
 // later attempt doubles it, always bounded by what is left of the retry budget.
-const FirstLockWait = time.Second
+const FirstLockWait = gitexec.FirstLockWait
 
 // retryCommand is updateRef with git's own lock waits (reftable.lockTimeout,
 // core.filesRefLockTimeout, core.packedRefsTimeout) set to the attempt's window:
@@ -148,7 +159,7 @@ const FirstLockWait = time.Second
 // the measurements); between windows refretry backs off with jitter and checks whether
 // the lock has gone stale. The settings travel in GIT_CONFIG_COUNT, so the arguments,
 // and git's messages, stay the caller's.
-func (r *Runner) retryCommand(ctx context.Context, args Args, attempt int) *exec.Cmd {
+func (r *run) retryCommand(ctx context.Context, args Args, attempt int) *exec.Cmd {
 	cmd := r.updateRef(ctx, args)
 	cmd.Env = gitexec.WithLockWait(cmd.Env, r.window(attempt))
 	return cmd
@@ -157,7 +168,7 @@ func (r *Runner) retryCommand(ctx context.Context, args Args, attempt int) *exec
 // window is how long attempt may wait for a lock inside git: FirstLockWait ×
 // 2^(attempt-1), bounded by what is left of the retry budget; nothing when the lock is
 // already known to be stale.
-func (r *Runner) window(attempt int) time.Duration {
+func (r *run) window(attempt int) time.Duration {
 	if r.lockStale {
 		return 0
 	}
@@ -170,7 +181,7 @@ func (r *Runner) window(attempt int) time.Duration {
 
 // remaining is what is left of the retry budget (a day when it has no limit). It
 // loads the settings: call it only once there is contention.
-func (r *Runner) remaining() time.Duration {
+func (r *run) remaining() time.Duration {
 	s, err := r.loadSettings()
 	if err != nil {
 		return FirstLockWait
@@ -190,7 +201,7 @@ func (r *Runner) remaining() time.Duration {
 //
 // The head of the line checks whether the lock it is about to wait for is stale; if it
 // is, git is run without a lock wait, so that the stale lock is reported at once.
-func (r *Runner) enterLine(ctx context.Context, attempt int, ready bool) (leave func()) {
+func (r *run) enterLine(ctx context.Context, attempt int, ready bool) (leave func()) {
 	r.lockStale = false
 	if attempt == 1 && r.lineDir == "" {
 		r.lineDir = r.reftableDir()
@@ -211,7 +222,7 @@ const lineQuiet = 10 * time.Second
 
 // linePatience is waitInLine's patience: what is left of the retry budget, looked
 // up only once the wait has lasted lineQuiet, unless the settings are known already.
-func (r *Runner) linePatience(waited time.Duration) time.Duration {
+func (r *run) linePatience(waited time.Duration) time.Duration {
 	if waited < lineQuiet && !r.settingsKnown() {
 		return lineQuiet - waited
 	}
@@ -219,7 +230,7 @@ func (r *Runner) linePatience(waited time.Duration) time.Duration {
 }
 
 // heldLockStale reports whether the lock the line is for is present and stale.
-func (r *Runner) heldLockStale() bool {
+func (r *run) heldLockStale() bool {
 	lock := r.lineLock
 	if lock == "" {
 		lock = filepath.Join(r.lineDir, "tables.list.lock")
@@ -238,7 +249,7 @@ func (r *Runner) heldLockStale() bool {
 
 // passthrough runs git once with the caller's streams: for arguments refretry cannot
 // read with certainty, git alone decides what they mean.
-func (r *Runner) passthrough(ctx context.Context, args Args) (int, error) {
+func (r *run) passthrough(ctx context.Context, args Args) (int, error) {
 	r.beforeWait()
 	cmd := r.updateRef(ctx, args)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, r.Stdout, r.Stderr
@@ -266,13 +277,13 @@ func classify(code int, stderr []byte) (int, error) {
 }
 
 // settingsKnown reports whether the settings have been loaded already.
-func (r *Runner) settingsKnown() bool { return r.settingsLoaded.Load() }
+func (r *run) settingsKnown() bool { return r.settingsLoaded.Load() }
 
-func (r *Runner) loadSettings() (Settings, error) {
+func (r *run) loadSettings() (Settings, error) {
 	defer r.settingsLoaded.Store(true)
 	r.settingsOnce.Do(func() {
 		if r.Settings == nil {
-			r.settings = Settings{Policy: retry.DefaultPolicy()}
+			r.settings = Settings{Policy: retry.DefaultPolicy(), StaleAfter: DefaultStaleAfter}
 			return
 		}
 		r.settings, r.settingsErr = r.Settings()
@@ -281,7 +292,7 @@ func (r *Runner) loadSettings() (Settings, error) {
 }
 
 // retrier returns the retry loop; classify is called on every failure.
-func (r *Runner) retrier(ctx context.Context) *retry.Retrier {
+func (r *run) retrier(ctx context.Context) *retry.Retrier {
 	return &retry.Retrier{
 		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
 			var e *Error
@@ -302,7 +313,7 @@ func (r *Runner) retrier(ctx context.Context) *retry.Retrier {
 
 // outcome is finish for an attempt that may be retried: a lock-contention failure
 // is checked for staleness before the retry loop sees it.
-func (r *Runner) outcome(ctx context.Context, cmd *exec.Cmd, runErr error, stderr []byte) (int, error) {
+func (r *run) outcome(ctx context.Context, cmd *exec.Cmd, runErr error, stderr []byte) (int, error) {
 	if _, ran := gitexec.ExitCode(cmd.ProcessState); !ran {
 		return finish(cmd, runErr, stderr)
 	}
@@ -313,7 +324,7 @@ func (r *Runner) outcome(ctx context.Context, cmd *exec.Cmd, runErr error, stder
 // classified is classify for an attempt that may be retried: a lock-contention
 // failure is checked for staleness before the retry loop sees it, and the caller's
 // signal handling is set up before the retry loop waits.
-func (r *Runner) classified(ctx context.Context, code int, stderr []byte) (int, error) {
+func (r *run) classified(ctx context.Context, code int, stderr []byte) (int, error) {
 	code, err := classify(code, stderr)
 	var e *Error
 	if errors.As(err, &e) {
@@ -327,7 +338,7 @@ func (r *Runner) classified(ctx context.Context, code int, stderr []byte) (int, 
 
 // checkStale turns a lock-contention failure into a stale-lock one when the lock's
 // holder is known to be gone, so that no time is spent waiting for it.
-func (r *Runner) checkStale(ctx context.Context, e *Error) {
+func (r *run) checkStale(ctx context.Context, e *Error) {
 	var l *LockedError
 	if e == nil || e.Class != ClassLockContention && e.Class != ClassStaleLock || !errors.As(e, &l) {
 		return
@@ -358,7 +369,7 @@ func (r *Runner) checkStale(ctx context.Context, e *Error) {
 // attempt gets the caller's (when it is a file; else nothing). Their output is held
 // until the attempt is known final. git is started directly and its output read
 // through pipes in this goroutine (gitexec.Run): no goroutines, no poller.
-func (r *Runner) single(ctx context.Context, args Args) (int, error) {
+func (r *run) single(ctx context.Context, args Args) (int, error) {
 	var out, errOut *Spool
 	defer func() { closeSpools(out, errOut) }()
 	stdin, _ := r.Stdin.(*os.File)

@@ -21,7 +21,7 @@ import (
 // continues into it: the caller sees each "<verb>: ok" line once, in order, and
 // nothing from the failed attempt.
 type session struct {
-	r    *Runner
+	r    *run
 	args Args
 
 	// wmu serialises what goes to git's stdin: appending to the log, writing to the
@@ -48,7 +48,7 @@ type session struct {
 	outErr    error   // writing to the caller failed
 }
 
-func (r *Runner) session(ctx context.Context, args Args) (int, error) {
+func (r *run) session(ctx context.Context, args Args) (int, error) {
 	s := &session{r: r, args: args, log: NewSpool(r.SpoolMemory, r.SpoolDir)}
 	defer s.log.Close()
 

@@ -63,7 +63,7 @@ func processGone(pid int) bool {
 // reftableLock finds tables.list.lock for the repository git would use: reftable's
 // message names no file. Per-worktree refs have their own stack in the worktree's git
 // directory, so a lock there is found too.
-func (r *Runner) reftableLock(ctx context.Context) string {
+func (r *run) reftableLock(ctx context.Context) string {
 	d, ok := r.repo(ctx)
 	if !ok {
 		return ""
@@ -83,7 +83,7 @@ func (r *Runner) reftableLock(ctx context.Context) string {
 
 // repo returns the repository's directories: found in-process when that is certain,
 // else from git rev-parse. The answer is cached.
-func (r *Runner) repo(ctx context.Context) (repo.Dirs, bool) {
+func (r *run) repo(ctx context.Context) (repo.Dirs, bool) {
 	if r.repoKnown {
 		return r.repoDirs, r.repoDirs.GitDir != ""
 	}
@@ -103,7 +103,7 @@ func (r *Runner) repo(ctx context.Context) (repo.Dirs, bool) {
 
 // discovered is repo.Discover's answer for this Runner, looked up once: the line and
 // the stale-lock check both ask.
-func (r *Runner) discovered() (repo.Dirs, bool) {
+func (r *run) discovered() (repo.Dirs, bool) {
 	if r.discovery == nil {
 		d := repo.Dirs{GitDir: r.GitDir, CommonDir: r.CommonDir}
 		if d.GitDir == "" {
@@ -116,7 +116,7 @@ func (r *Runner) discovered() (repo.Dirs, bool) {
 
 // reftableDir is the repository's reftable directory when refretry can tell, without
 // starting a process, that the repository uses reftable; "" otherwise.
-func (r *Runner) reftableDir() string {
+func (r *run) reftableDir() string {
 	d, ok := r.discovered()
 	if !ok || !d.Reftable() {
 		return ""

@@ -86,6 +86,10 @@ func WithConfig(env []string, kv ...[2]string) []string {
 	return append(out, fmt.Sprintf("GIT_CONFIG_COUNT=%d", count+len(kv)))
 }
 
+// FirstLockWait is how long git itself waits for a lock in a first attempt: an
+// update's own (transaction doubles it on each later attempt) and a group commit's.
+const FirstLockWait = time.Second
+
 // WithLockWait returns env with git's own lock waits (reftable.lockTimeout,
 // core.filesRefLockTimeout, core.packedRefsTimeout) all set to d, through
 // GIT_CONFIG_COUNT: the caller's arguments, and git's messages, stay the caller's.
@@ -95,4 +99,14 @@ func WithLockWait(env []string, d time.Duration) []string {
 		[2]string{"reftable.lockTimeout", ms},
 		[2]string{"core.filesRefLockTimeout", ms},
 		[2]string{"core.packedRefsTimeout", ms})
+}
+
+// Version is git's version as `git version` prints it ("2.55.0"), "" when it cannot
+// be learnt.
+func Version(ctx context.Context, git string, env []string) string {
+	out, err := Command(ctx, git, nil, env, "version").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "git version ")
 }

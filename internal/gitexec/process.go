@@ -2,6 +2,7 @@ package gitexec
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -37,12 +38,17 @@ type Spec struct {
 	NewGroup bool
 }
 
+// ErrNotFound is matched (errors.Is) by a *StartError.
+var ErrNotFound = errors.New("git could not be started")
+
 // StartError is why git could not be started: the executable is missing or not
-// executable, or the system refused a new process.
+// executable, or the system refused a new process. transaction and push return it
+// under their own names.
 type StartError struct{ Err error }
 
-func (e *StartError) Error() string { return "git could not be started: " + e.Err.Error() }
-func (e *StartError) Unwrap() error { return e.Err }
+func (e *StartError) Error() string        { return "git could not be started: " + e.Err.Error() }
+func (e *StartError) Unwrap() error        { return e.Err }
+func (e *StartError) Is(target error) bool { return target == ErrNotFound }
 
 // Start starts git. Cancelling ctx sends git SIGTERM (it removes its lock files),
 // and SIGKILL if it is still running WaitDelay later. A failure to start is returned

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // keyEnv lists the environment variables, besides every GIT_*, that can change what
@@ -40,9 +42,8 @@ func key(c *Config) string {
 	wd, _ := os.Getwd()
 	field(wd)
 	field(strconv.Itoa(os.Getuid()))
-	field(umask())
-	ns, _ := os.Readlink("/proc/self/ns/mnt") // "" where there is none to read
-	field(ns)
+	field(platform.Umask())
+	field(platform.MountNamespace())
 	// The last value of a variable wins, as for getenv.
 	vals := map[string]string{}
 	for _, kv := range c.Env {
@@ -81,22 +82,6 @@ func envKey(env []string) string {
 		h.Write([]byte(k + "=" + vals[k] + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// umask is this process's umask (files git creates get their mode from it), as
-// /proc reports it: setting it to read it would change it for a moment for the whole
-// process.
-func umask() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return ""
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }
 
 // rendezvousName is where the invocations of one user on one repository meet: it

@@ -21,11 +21,6 @@ import (
 // maxGroup bounds how many updates one git commits.
 const maxGroup = 1000
 
-// LockWait is how long a group's git waits for the repository's lock, as the first
-// attempt of an invocation on its own does. A group that cannot get the lock in that
-// time is dissolved: each member then retries on its own, with its own budget.
-const LockWait = time.Second
-
 // requestWait bounds how long a leader waits for the request of a member it has
 // accepted (members send it right after connecting).
 const requestWait = time.Second
@@ -394,7 +389,10 @@ func startGit(ctx context.Context, c *Config, opts Options) (*gitRun, error) {
 	}
 	args := append(append([]string{"update-ref"}, opts.args()...), "--stdin", "-z")
 	g.cmd = gitexec.Command(context.WithoutCancel(ctx), c.Git, c.Dirs, c.Env, args...)
-	g.cmd.Env = gitexec.WithLockWait(g.cmd.Env, LockWait)
+	// As long as the first attempt of an invocation on its own waits. A group that
+	// cannot get the lock in that time is dissolved: each member then retries on its
+	// own, with its own budget.
+	g.cmd.Env = gitexec.WithLockWait(g.cmd.Env, gitexec.FirstLockWait)
 	g.cmd.Stdout, g.cmd.Stderr = g.stdout, g.stderr
 	platform.NewProcessGroup(g.cmd)
 	if g.stdin, err = g.cmd.StdinPipe(); err == nil {
@@ -507,11 +505,6 @@ func (g *gitRun) close() {
 
 // commits counts the transactions git reports committed.
 func commits(stdout []byte) int { return bytes.Count(stdout, []byte("commit: ok\n")) }
-
-func isExit(err error) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee)
-}
 
 // blamed returns the refs among the entries that git's final message names.
 func blamed(stderr []byte, es []entry) map[string]bool {

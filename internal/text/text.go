@@ -9,8 +9,8 @@ func FirstLine(s string) string {
 	return line
 }
 
-// ShellQuote quotes s for a POSIX shell: single quotes, with each single quote
-// written as '\''.
+// ShellQuote quotes s for a POSIX shell: in single quotes, each single quote of s
+// closing the quotes, escaped with a backslash, and reopening them.
 func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
