@@ -278,3 +278,45 @@ func TestPushMatrixExample(t *testing.T) {
 		}
 	}
 }
+
+// TestPushNamesPush: refretry push's reports name push in every log format, never
+// update-ref; plain mode prints refretry's retry lines, which name no command.
+func TestPushNamesPush(t *testing.T) {
+	t.Parallel()
+	cur := testutil.NewGit(t)
+	s := newPushSetup(t, cur, "reftable")
+	lock := filepath.Join(s.remote, "reftable", "tables.list.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	formats := []struct {
+		name string
+		args []string
+		env  []string
+		want []string
+	}{
+		{"plain", nil, nil, []string{"refretry: attempt 1 failed (lock-contention", "refretry: gave up after 2 attempts"}},
+		{"text", []string{"--log-format=text"}, nil, []string{"\nrefretry: push gave up after 2 attempts"}},
+		{"json", []string{"--log-format=json"}, nil, []string{`"msg":"attempt"`, `"command":"push","result":"gave-up"`}},
+		{"github", nil, []string{"GITHUB_ACTIONS=true"}, []string{"::group::refretry: push, operation ", "::error title=refretry%3A push gave-up::refretry: push gave up after 2 attempts"}},
+		{"gitlab", nil, []string{"GITLAB_CI=true"}, []string{"[0Krefretry: push, operation ", "\nrefretry: push gave up after 2 attempts"}},
+	}
+	for _, f := range formats {
+		args := append(append(slices.Clone(f.args), "--max-attempts=2", "--initial-delay=1ms"), "push", "origin", "HEAD:refs/ci/x")
+		got := pushRun(t, s.client, f.env, "refretry", args...)
+		if got.code != 1 {
+			t.Errorf("%s: exit %d\n%s", f.name, got.code, got.stderr)
+		}
+		for _, want := range f.want {
+			if !strings.Contains(got.stderr, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s", f.name, want, got.stderr)
+			}
+		}
+		if strings.Contains(got.stderr, "update-ref") {
+			t.Errorf("%s: a push reported as update-ref:\n%s", f.name, got.stderr)
+		}
+		if f.name == "json" && strings.Count(got.stderr, `"command":"push"`) != 3 {
+			t.Errorf("json: want 3 records naming push:\n%s", got.stderr)
+		}
+	}
+}

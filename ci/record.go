@@ -248,10 +248,10 @@ func (s Summary) Headline() string {
 			fmt.Fprintf(&b, "%s succeeded after %s in %s", s.command(), plural(s.Attempts, "attempt"), took)
 		}
 	case ResultGaveUp:
-		fmt.Fprintf(&b, "gave up after %s in %s (%s); last failure: %s",
-			plural(s.Attempts, "attempt"), took, s.Reason, cause(s.Class, s.Lock, s.Error))
+		fmt.Fprintf(&b, "%s gave up after %s in %s (%s); last failure: %s",
+			s.command(), plural(s.Attempts, "attempt"), took, s.Reason, cause(s.Class, s.Lock, s.Error))
 	case ResultError:
-		fmt.Fprintf(&b, "refretry stopped after %s in %s (see the advice)", plural(s.Attempts, "attempt"), took)
+		fmt.Fprintf(&b, "%s stopped after %s in %s (see the advice)", s.command(), plural(s.Attempts, "attempt"), took)
 	default:
 		fmt.Fprintf(&b, "%s failed (exit %d) after %s in %s: %s",
 			s.command(), s.ExitCode, plural(s.Attempts, "attempt"), took, cause(s.Class, s.Lock, s.Error))

@@ -2,19 +2,35 @@ package cli
 
 import (
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
 )
 
-// TestQuickGlobalsMatchKong: the kong-free path for refretry's options reads every
-// accepted command line exactly as kong does, and hands kong what it does not accept.
-func TestQuickGlobalsMatchKong(t *testing.T) {
+// parseWithKong parses refretry's options and command word as Run's kong path does.
+func parseWithKong(t *testing.T, args []string) (*CLI, *kong.Context, string, error) {
+	t.Helper()
+	var cli CLI
+	var help strings.Builder
+	parser, err := kong.New(&cli, kong.Name("refretry"), kong.Exit(func(int) {}),
+		kong.Writers(&help, &help), kong.PostBuild(describe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, err := parser.Parse(args)
+	return &cli, kctx, help.String(), err
+}
+
+// TestFastOptionsMatchKong: the kong-free path reads every command line it accepts
+// exactly as kong does, and hands kong what it does not accept.
+func TestFastOptionsMatchKong(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		args  []string
-		quick bool // taken by the quick path; otherwise left to kong
+		args []string
+		fast bool // taken by the fast path; otherwise left to kong
 	}{
 		{[]string{}, true},
 		{[]string{"-C", "/tmp/a"}, true},
@@ -29,31 +45,93 @@ func TestQuickGlobalsMatchKong(t *testing.T) {
 		{[]string{"-C", "-x"}, false},
 	}
 	for _, tc := range cases {
-		own, _, rest := splitArgs(append(append([]string{}, tc.args...), "refs/heads/x", "0123"))
+		own, _, rest := splitArgs(append(slices.Clone(tc.args), "refs/heads/x", "0123"))
 		if strings.Join(rest, " ") != "refs/heads/x 0123" {
 			t.Fatalf("%q: splitArgs left %q", tc.args, rest)
 		}
-		quick, ok := quickGlobals(own)
-		if ok != tc.quick {
-			t.Errorf("%q: quick path took it = %v, want %v", tc.args, ok, tc.quick)
+		fast, ok := fastOptions(own)
+		if ok != tc.fast {
+			t.Errorf("%q: fast path took it = %v, want %v", tc.args, ok, tc.fast)
 			continue
 		}
 		if !ok {
 			continue
 		}
-		var cli CLI
-		exited := false
-		parser, err := kong.New(&cli, kong.Vars(defaultVars()), kong.Exit(func(int) { exited = true }),
-			kong.Writers(new(strings.Builder), new(strings.Builder)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := parser.Parse(append(own, "update-ref")); err != nil || exited {
-			t.Errorf("%q: quick path accepted what kong rejects (%v)", tc.args, err)
+		cli, _, help, err := parseWithKong(t, append(own, "update-ref"))
+		if err != nil || help != "" {
+			t.Errorf("%q: fast path accepted what kong rejects (%v)", tc.args, err)
 			continue
 		}
-		if !reflect.DeepEqual(*quick, cli.Globals) {
-			t.Errorf("%q:\nquick %+v\nkong  %+v", tc.args, *quick, cli.Globals)
+		if !reflect.DeepEqual(*fast, cli.Options) {
+			t.Errorf("%q:\nfast %+v\nkong %+v", tc.args, *fast, cli.Options)
+		}
+	}
+}
+
+// TestOptionTableMatchesKong: the spellings the fast path and splitArgs derive from
+// Options are kong's, one for one, and every option with a setting has a parser.
+func TestOptionTableMatchesKong(t *testing.T) {
+	t.Parallel()
+	_, kctx, _, err := parseWithKong(t, []string{"version"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kongNames []string
+	for _, f := range kctx.Model.Flags {
+		if f.Name != "help" {
+			kongNames = append(kongNames, "--"+f.Name)
+			if f.Short != 0 {
+				kongNames = append(kongNames, "-"+string(f.Short))
+			}
+		}
+	}
+	var ours []string
+	for _, o := range optionTable() {
+		ours = append(ours, o.name)
+		if o.short != "" {
+			ours = append(ours, o.short)
+		}
+		if o.target >= 0 {
+			var v Values
+			_ = o.parse(&v, "1") // panics when the option's type has no parser
+		}
+		if o.envVar != "" && o.target < 0 {
+			t.Errorf("%s has an environment variable but no field in Values", o.name)
+		}
+	}
+	slices.Sort(kongNames)
+	slices.Sort(ours)
+	if !slices.Equal(kongNames, ours) {
+		t.Errorf("option spellings:\nkong %q\nours %q", kongNames, ours)
+	}
+}
+
+// TestHelp: --help prints one usage line, and each option's environment variable,
+// git config key and default as Options and the libraries declare them.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	_, _, help, _ := parseWithKong(t, []string{"--help"})
+	if n := strings.Count(help, "Usage:"); n != 1 {
+		t.Errorf("--help has %d Usage: lines:\n%s", n, help)
+	}
+	flat := strings.Join(strings.Fields(help), " ")
+	def := defaults()
+	for _, want := range []string{
+		"env REFRETRY_TIMEOUT, config refretry.timeout; default " + def.Timeout.String(),
+		"env REFRETRY_MAX_ATTEMPTS, config refretry.maxAttempts; default " + strconv.Itoa(def.MaxAttempts),
+		"env REFRETRY_STALE_AFTER, config refretry.staleAfter; default " + def.StaleAfter.String(),
+		"env REFRETRY_BREAK_STALE_LOCKS=1, config refretry.breakStaleLocks)",
+		"env REFRETRY_GIT; default: git on PATH",
+		"env REFRETRY_LOG_FORMAT, config refretry.logFormat; default auto",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("--help lacks %q:\n%s", want, help)
+		}
+	}
+	_, _, pushHelp, _ := parseWithKong(t, []string{"push", "--help"})
+	for _, want := range []string{"--no-atomic", "--rebase"} {
+		if !strings.Contains(pushHelp, want) {
+			t.Errorf("push --help lacks %s:\n%s", want, pushHelp)
 		}
 	}
 }

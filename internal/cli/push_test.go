@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestPushSplitArgs(t *testing.T) {
+func TestPushTakeOptions(t *testing.T) {
 	t.Parallel()
 	own, word, rest := splitArgs([]string{"--timeout", "5s", "push", "--rebase", "origin", "main"})
 	if !slices.Equal(own, []string{"--timeout", "5s"}) || word != "push" || !slices.Equal(rest, []string{"--rebase", "origin", "main"}) {
@@ -21,11 +21,13 @@ func TestPushSplitArgs(t *testing.T) {
 		{[]string{"-o", "--rebase", "origin"}, false, false, []string{"-o", "--rebase", "origin"}},
 		{[]string{"origin", "--", "--rebase"}, false, false, []string{"origin", "--", "--rebase"}},
 		{[]string{"--force-with-lease", "origin", "main"}, false, false, []string{"--force-with-lease", "origin", "main"}},
+		{[]string{"--no-atomic", "--rebase", "--repo", "--no-atomic"}, true, true, []string{"--repo", "--no-atomic"}},
 	}
 	for _, tc := range tests {
-		na, rb, rest := splitPushArgs(tc.args)
-		if na != tc.noAtomic || rb != tc.rebase || !slices.Equal(rest, tc.rest) {
-			t.Errorf("splitPushArgs(%q) = %v %v %q", tc.args, na, rb, rest)
+		var c PushCmd
+		rest := c.takeOptions(tc.args)
+		if c.NoAtomic != tc.noAtomic || c.Rebase != tc.rebase || !slices.Equal(rest, tc.rest) {
+			t.Errorf("takeOptions(%q) = %v %v %q", tc.args, c.NoAtomic, c.Rebase, rest)
 		}
 	}
 }

@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/refretry/refretry/internal/text"
-
+	"github.com/refretry/refretry/internal/environ"
+	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/internal/shim"
+	"github.com/refretry/refretry/internal/text"
 )
 
 // ShimCmd manages the git shim: refretry installed under the name git, so that tools
@@ -31,9 +32,9 @@ type ShimUninstallCmd struct {
 }
 
 // shimDir is --dir made absolute, or the default directory.
-func shimDir(dir string, e env) (string, error) {
+func shimDir(dir string, getenv func(string) string) (string, error) {
 	if dir == "" {
-		return shim.DefaultDir(e.get)
+		return shim.DefaultDir(getenv)
 	}
 	return filepath.Abs(dir)
 }
@@ -49,8 +50,9 @@ func selfPath() (string, error) {
 
 // Run installs the shim. stdout gets only the PATH line, so that
 // `eval "$(refretry shim install)"` works; the rest goes to stderr.
-func (c *ShimInstallCmd) Run(s Streams, e env) error {
-	dir, err := shimDir(c.Dir, e)
+func (c *ShimInstallCmd) Run(in *invocation) error {
+	s, getenv := in.s, in.getenv
+	dir, err := shimDir(c.Dir, getenv)
 	if err != nil {
 		return err
 	}
@@ -64,20 +66,20 @@ func (c *ShimInstallCmd) Run(s Streams, e env) error {
 	}
 	fmt.Fprintf(s.Stderr, "refretry: installed %s -> %s\n", entry, self)
 	// The git that calls through the shim will reach, with the shim first on PATH.
-	path := dir + string(filepath.ListSeparator) + e.get("PATH")
-	getenv := func(k string) string {
+	path := dir + string(filepath.ListSeparator) + getenv("PATH")
+	withShim := func(k string) string {
 		if k == "PATH" {
 			return path
 		}
-		return e.get(k)
+		return getenv(k)
 	}
-	if found, err := shim.Find(getenv, self); err != nil {
+	if found, err := shim.Find(withShim, self); err != nil {
 		fmt.Fprintf(s.Stderr, "refretry: warning: %v: set REFRETRY_GIT to the real git\n", err)
 	} else {
 		fmt.Fprintf(s.Stderr, "refretry: git calls through it reach %s\n", found.Path)
 	}
-	if e.get("GITHUB_ACTIONS") == "true" && e.get("GITHUB_PATH") != "" {
-		if err := appendLine(e.get("GITHUB_PATH"), dir); err != nil {
+	if getenv("GITHUB_ACTIONS") == "true" && getenv("GITHUB_PATH") != "" {
+		if err := appendLine(getenv("GITHUB_PATH"), dir); err != nil {
 			return fmt.Errorf("shim: GITHUB_PATH: %w", err)
 		}
 		fmt.Fprintf(s.Stderr, "refretry: added %s to GITHUB_PATH for the job's later steps\n", dir)
@@ -87,8 +89,9 @@ func (c *ShimInstallCmd) Run(s Streams, e env) error {
 }
 
 // Run removes the shim.
-func (c *ShimUninstallCmd) Run(s Streams, e env) error {
-	dir, err := shimDir(c.Dir, e)
+func (c *ShimUninstallCmd) Run(in *invocation) error {
+	s := in.s
+	dir, err := shimDir(c.Dir, in.getenv)
 	if err != nil {
 		return err
 	}
@@ -142,17 +145,17 @@ func appendLine(path, line string) error {
 // (REFRETRY_TIMEOUT, …) and git config, as the shim's command line is git's.
 //
 // ctx is called only for update-ref: it sets up the signal handling the retries need.
-func RunAsGit(ctx context.Context, args []string, s Streams, environ []string, self string,
+func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self string,
 	execGit func(path string, args, env []string) (int, error)) int {
-	e := env(environ)
-	found, err := shim.Find(e.get, self)
+	getenv := func(k string) string { return environ.Get(env, k) }
+	found, err := shim.Find(getenv, self)
 	if err != nil {
 		fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)
-		return exitGitMissing
+		return report.ExitGitMissing
 	}
-	childEnv := setEnv(environ, shim.HandoffVar, found.Handoff)
+	childEnv := environ.Set(env, shim.HandoffVar, found.Handoff)
 	call, ok := shim.Parse(args)
-	if !ok || !call.UpdateRef() || e.get(shim.BypassVar) != "" {
+	if !ok || !call.UpdateRef() || getenv(shim.BypassVar) != "" {
 		code, err := execGit(found.Path, args, childEnv)
 		if err != nil {
 			fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)
@@ -162,22 +165,10 @@ func RunAsGit(ctx context.Context, args []string, s Streams, environ []string, s
 	if call.HasGitDir {
 		// git sets GIT_DIR from --git-dir before anything reads it; refretry's own
 		// look at the repository (where its lock is) must see the same one.
-		childEnv = setEnv(childEnv, "GIT_DIR", call.GitDir)
+		childEnv = environ.Set(childEnv, "GIT_DIR", call.GitDir)
 	}
-	childEnv = setEnv(childEnv, shim.BypassVar, "1")
+	childEnv = environ.Set(childEnv, shim.BypassVar, "1")
 	cmd := &UpdateRefCmd{Args: call.Args, GitArgs: call.Options}
-	g := &Globals{Dirs: call.Dirs, Git: found.Path}
-	return exitCodeOf(s.Stderr, cmd.Run(ctx, g, s, env(childEnv)))
-}
-
-// setEnv returns a copy of environ with key set to value, replacing every earlier
-// entry for it: a process reading its environment takes the first.
-func setEnv(environ []string, key, value string) []string {
-	out := make([]string, 0, len(environ)+1)
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, key+"=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+value)
+	in := &invocation{ctx: ctx, opts: &Options{Dirs: call.Dirs, Git: found.Path}, env: childEnv, s: s}
+	return exitCode(s.Stderr, cmd.Run(in))
 }

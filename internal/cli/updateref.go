@@ -1,77 +1,105 @@
 package cli
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/refretry/refretry/internal/text"
-
+	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/group"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/repo"
+	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/transaction"
 )
 
 // UpdateRefCmd runs git update-ref with the caller's arguments.
 type UpdateRefCmd struct {
-	// Args are update-ref's arguments, verbatim; run fills them in, kong never sees them.
+	// Args are update-ref's arguments, verbatim; Run fills them in, kong never sees them.
 	Args []string `kong:"-"`
 	// GitArgs are git's global options other than -C (the shim's `git -c k=v
-	// --git-dir=… update-ref`), passed on before update-ref; see shim_cmd.go.
+	// --git-dir=… update-ref`), passed on before update-ref; see shim.go.
 	GitArgs []string `kong:"-"`
 }
 
 // Run runs the update, retrying lock contention.
-func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) error {
-	if err := checkFlags(g, e); err != nil {
-		return err
-	}
-	git := gitPath(g, e)
-	mode, err := coalescing(g, e) // config.go, --coalesce
-	if err != nil {
+func (c *UpdateRefCmd) Run(in *invocation) error {
+	if err := in.check(); err != nil {
 		return err
 	}
 	args := transaction.ParseArgs(c.Args)
-	lg, ls, err := startLog(ctx, g, e, git, s, args) // logging.go
-	if err != nil {
-		return err
+	lg := in.log("update-ref")
+	stdin, stderr := in.s.Stdin, in.s.Stderr
+	var tally *refTally
+	switch {
+	case !lg.Eager() && !args.Understood:
+		// git runs once with the caller's own stderr (a terminal stays a terminal), and
+		// nothing can turn logging on before it ends.
+	case !args.Understood:
+		// git runs once, unwrapped, with no attempt record: decide now so that its
+		// stderr goes through the relay.
+		lg.Decide()
+		stderr = lg.Stderr()
+	default:
+		stderr = lg.Stderr()
+		if lg.Eager() && args.Stdin {
+			tally = newRefTally(stdin, args.NUL)
+			stdin = tally
+		}
 	}
 	r := &transaction.Runner{
-		Git: git, Dirs: g.Dirs, Env: e,
-		Stdin: ls.Stdin, Stdout: s.Stdout, Stderr: ls.Stderr,
-		Settings: func() (transaction.Settings, error) {
-			return resolveSettings(ctx, g, e, git)
-		},
-		OnAttempt: lg.attempt,
-		// Signals are caught only once the run waits (main.go).
-		BeforeWait: armer(ctx),
-		// The shim's git global options (shim_cmd.go).
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
+		Stdin: stdin, Stdout: in.s.Stdout, Stderr: stderr,
+		Settings:  in.settings,
+		OnAttempt: lg.Attempt,
+		// Signals are caught only once the run waits (signals.go).
+		BeforeWait: armer(in.ctx),
+		// The shim's git global options (shim.go).
 		GlobalArgs: c.GitArgs,
 	}
+	refs := func() report.Refs { return c.refs(in, args, tally) }
 	start := time.Now()
-	if out, ok := c.join(ctx, g, e, git, mode, args, r); ok {
+	if out, ok := c.join(in, args, r); ok {
 		if out.Applied {
-			_, err := ls.Stderr.Write(out.Stderr)
-			lg.attempt(retry.Attempt{Number: 1, Duration: time.Since(start), Final: true})
-			lg.finish(0, nil)
+			_, err := stderr.Write(out.Stderr)
+			lg.Attempt(retry.Attempt{Number: 1, Duration: time.Since(start), Final: true})
+			lg.Finish(0, nil, refs)
 			return err
 		}
 		defer out.Lease.Release()
 	}
-	code, err := r.Run(ctx, args)
-	lg.finish(code, err) // prints report's line, and the summary when logging
+	code, err := r.Run(in.ctx, args)
+	lg.Finish(code, err, refs) // refretry's line about a failure, and the summary when logging
 	if errors.Is(err, transaction.ErrGitNotFound) {
-		return exitError(exitGitMissing)
+		return exitError(report.ExitGitMissing)
 	}
 	if code != 0 {
 		return exitError(code)
 	}
 	return nil
+}
+
+// refs are the refs the command updates, for the summary.
+func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, tally *refTally) report.Refs {
+	refs := report.Refs{Updates: -1}
+	switch {
+	case tally != nil:
+		refs.Updates, refs.Names, refs.Truncated = tally.result()
+	case !args.Understood || args.Stdin:
+	default:
+		if ref := operandRef(args.Raw); ref != "" {
+			refs.Updates, refs.Names = 1, []string{ref}
+		}
+	}
+	if d, ok := repo.Discover(in.opts.Dirs, in.env); ok {
+		refs.Backend = "files"
+		if d.Reftable() {
+			refs.Backend = "reftable"
+		}
+	}
+	return refs
 }
 
 // join hands a single-ref update to its repository's group commit when it may join
@@ -80,33 +108,42 @@ func (c *UpdateRefCmd) Run(ctx context.Context, g *Globals, s Streams, e env) er
 // coalescing was asked for. ok is false when it may not; otherwise out says whether
 // it was applied, or else holds the line (out.Lease) while the update runs the usual
 // way.
-func (c *UpdateRefCmd) join(ctx context.Context, g *Globals, e env, git string, mode coalesceMode, args transaction.Args, r *transaction.Runner) (out group.Outcome, ok bool) {
-	if mode == coalesceOff || !args.Understood || args.Stdin || len(c.GitArgs) > 0 || !platform.RendezvousSupported {
+func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, r *transaction.Runner) (out group.Outcome, ok bool) {
+	asked, off := in.values.Coalesce && in.set["--coalesce"], !in.values.Coalesce && in.set["--coalesce"]
+	if off || !args.Understood || args.Stdin || len(c.GitArgs) > 0 || !platform.RendezvousSupported {
 		return out, false
 	}
 	u, o, ok := group.Parse(args.Raw)
 	if !ok {
 		return out, false
 	}
-	d, ok := repo.Discover(g.Dirs, e)
+	d, ok := repo.Discover(in.opts.Dirs, in.env)
 	if !ok {
 		return out, false
 	}
 	r.GitDir, r.CommonDir = d.GitDir, d.CommonDir // the Runner need not look again
 	reftable := d.Reftable()
-	if mode == coalesceDefault && !reftable {
+	if !asked && !reftable {
 		// On the files backend writers of distinct refs do not contend, and one
 		// git per update uses both cores where a group's git uses one: by default
 		// each runs its own (docs/coalescing.md has the measurements).
 		return out, false
 	}
-	return group.Join(ctx, group.Config{
-		Git: git, Dirs: g.Dirs, Env: e, GitDir: d.GitDir, CommonDir: d.CommonDir, Reftable: reftable,
+	return group.Join(in.ctx, group.Config{
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, GitDir: d.GitDir, CommonDir: d.CommonDir, Reftable: reftable,
 		Update: u, Options: o,
-		Default: mode == coalesceDefault,
-		Allowed: func() bool { return coalesceAllowed(ctx, g, e, git) },
-		GiveUp:  func(waited time.Duration) bool { return groupGiveUp(ctx, g, e, git, waited) },
+		Default: !asked,
+		Allowed: func() bool { return coalesceAllowed(in) },
+		GiveUp:  func(waited time.Duration) bool { return groupGiveUp(in, waited) },
 	}), true
+}
+
+// coalesceAllowed is git config's say on default coalescing (asked only by a leader
+// about to commit a group, that is under contention): refretry.coalesce unset or true.
+func coalesceAllowed(in *invocation) bool {
+	v := Values{Coalesce: true}
+	o, _ := lookup("--coalesce")
+	return o.fromConfig(&v, in.set, in.readConfig()) != nil || v.Coalesce
 }
 
 // groupWaitBeforeConfig is how long an invocation waits for a group's leader before
@@ -117,17 +154,13 @@ const groupWaitBeforeConfig = 10 * time.Second
 // groupGiveUp says whether an invocation that has waited this long for a group's
 // leader should run alone: its budget (--timeout, REFRETRY_TIMEOUT, else git config
 // refretry.timeout, read only after groupWaitBeforeConfig) is spent.
-func groupGiveUp(ctx context.Context, g *Globals, e env, git string, waited time.Duration) bool {
-	var d time.Duration
-	for _, st := range settingsTable(g) {
-		if st.flag != "--timeout" {
-			continue
-		}
-		v, _ := st.explicit(e)
-		if v == "" && waited < groupWaitBeforeConfig {
+func groupGiveUp(in *invocation, waited time.Duration) bool {
+	d := in.values.Timeout
+	if !in.set["--timeout"] {
+		if waited < groupWaitBeforeConfig {
 			return false
 		}
-		s, err := resolveSettings(ctx, g, e, git)
+		s, err := in.settings()
 		if err != nil {
 			return true // alone, where the bad setting is reported
 		}
@@ -136,93 +169,90 @@ func groupGiveUp(ctx context.Context, g *Globals, e env, git string, waited time
 	return d > 0 && waited >= d
 }
 
-// reportAttempt prints one line per retry: which attempt failed, why, and how long
-// refretry waits before the next. cause names the failure in the command's terms.
-func reportAttempt(w io.Writer, a retry.Attempt, cause func(error) string) {
-	if a.Final || a.Err == nil {
-		return
-	}
-	fmt.Fprintf(w, "refretry: attempt %d failed (%s); retrying in %v\n",
-		a.Number, cause(a.Err), a.Delay.Round(time.Millisecond))
-}
-
-// reportLoopEnd prints refretry's line when the retry loop itself ended the run: the
-// settings a retry needed were bad, or the budget ran out. It reports whether it
-// printed one. update-ref and push share it.
-func reportLoopEnd(w io.Writer, err error, cause func(error) string) bool {
-	var re *retry.ResolveError
-	var ex *retry.ExhaustedError
-	switch {
-	case errors.As(err, &re):
-		fmt.Fprintf(w, "refretry: not retried: %v\n", re.Err)
-	case errors.As(err, &ex):
-		fmt.Fprintf(w, "refretry: gave up after %s in %v (%s); last failure: %s\n",
-			attempts(ex.Attempts), ex.Elapsed.Round(time.Millisecond), ex.Reason, cause(ex.Err))
-	default:
-		return false
-	}
-	return true
-}
-
-// report prints refretry's own line about a final failure, after git's output: a
-// summary when it gave up on contention, the facts about a stale lock, or why git
-// could not run. Failures git alone explains get nothing extra.
-func report(w io.Writer, git string, err error) {
-	var se *transaction.StartError
-	var te *transaction.Error
-	var l *transaction.LockedError
-	switch {
-	case errors.As(err, &se):
-		fmt.Fprintf(w, "refretry: cannot run git (%s): %v\n", git, se.Err)
-	case reportLoopEnd(w, err, cause):
-	case errors.As(err, &te) && te.Class == transaction.ClassStaleLock && errors.As(err, &l):
-		fmt.Fprintf(w, "refretry: %s\n", staleAdvice(l))
-	case errors.As(err, &te):
-		// git's message says it all.
-	default:
-		fmt.Fprintf(w, "refretry: %v\n", err)
-	}
-}
-
-// cause is a one-line reason for an attempt's failure.
-func cause(err error) string {
-	var te *transaction.Error
-	if !errors.As(err, &te) {
-		return err.Error()
-	}
-	var l *transaction.LockedError
-	if errors.As(err, &l) && l.Lock != "" {
-		return fmt.Sprintf("%s on %s", te.Class, l.Lock)
-	}
-	return fmt.Sprintf("%s: %s", te.Class, text.FirstLine(te.Message))
-}
-
-func staleAdvice(l *transaction.LockedError) string {
-	msg := fmt.Sprintf("stale lock %s", l.Lock)
-	var facts []string
-	if l.Age > 0 {
-		facts = append(facts, "age "+l.Age.Round(time.Second).String())
-	}
-	if l.PID > 0 {
-		facts = append(facts, fmt.Sprintf("holder pid %d", l.PID))
-	}
-	if len(facts) > 0 {
-		msg += " (" + strings.Join(facts, ", ") + ")"
-	}
-	msg += ": " + l.StaleReason
-	if l.Lock != "" {
-		msg += fmt.Sprintf("; make sure no git process is using this repository, then remove it: rm -f %s", text.ShellQuote(l.Lock))
-		if pidFile := pidFileOf(l.Lock); pidFile != "" {
-			msg += " " + text.ShellQuote(pidFile)
+// operandRef returns the ref a one-ref or -d update-ref command line names: its first
+// operand.
+func operandRef(raw []string) string {
+	for i := 0; i < len(raw); i++ {
+		a := raw[i]
+		switch {
+		case a == "--" || a == "--end-of-options":
+			if i+1 < len(raw) {
+				return raw[i+1]
+			}
+			return ""
+		case a == "-m":
+			i++ // its value
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if j := strings.IndexByte(a, 'm'); j > 0 && !strings.HasPrefix(a, "--") && j == len(a)-1 {
+				i++ // a bundle ending in -m: the value is the next argument
+			}
+		default:
+			return a
 		}
 	}
-	return msg
+	return ""
 }
 
-// attempts is "1 attempt" or "N attempts".
-func attempts(n int) string {
-	if n == 1 {
-		return "1 attempt"
+// refTally counts the updates in --stdin input as the Runner reads it, framing the
+// commands with transaction.Reader so that it sees them exactly as git does.
+type refTally struct {
+	src  io.Reader
+	pw   *io.PipeWriter
+	done chan struct{}
+
+	updates   int
+	refs      []string
+	truncated bool
+}
+
+func newRefTally(src io.Reader, nul bool) *refTally {
+	pr, pw := io.Pipe()
+	t := &refTally{src: src, pw: pw, done: make(chan struct{})}
+	go t.count(transaction.NewReader(pr, nul), nul)
+	return t
+}
+
+func (t *refTally) Read(p []byte) (int, error) {
+	n, err := t.src.Read(p)
+	if n > 0 {
+		_, _ = t.pw.Write(p[:n]) // fails only once result has closed the pipe
 	}
-	return fmt.Sprintf("%d attempts", n)
+	return n, err
+}
+
+func (t *refTally) count(rd *transaction.Reader, nul bool) {
+	defer close(t.done)
+	var buf []byte
+	for {
+		cmd, _, err := rd.Next(buf[:0])
+		buf = cmd
+		term := byte('\n')
+		if nul {
+			term = 0
+		}
+		verb, rest, _ := strings.Cut(string(cmd), " ")
+		switch verb {
+		case "update", "create", "delete", "symref-update", "symref-create", "symref-delete":
+			ref, _, _ := strings.Cut(rest, string(term))
+			if !nul {
+				ref, _, _ = strings.Cut(ref, " ")
+			}
+			t.updates++
+			if len(t.refs) < ci.MaxRefs {
+				t.refs = append(t.refs, ref)
+			} else {
+				t.truncated = true
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// result stops counting (the Runner has read all it will) and returns the tally.
+func (t *refTally) result() (int, []string, bool) {
+	t.pw.Close()
+	<-t.done
+	return t.updates, t.refs, t.truncated
 }

@@ -5,15 +5,16 @@ import (
 	"runtime/debug"
 )
 
-// version is set at build time with -ldflags "-X main.version=…"; otherwise the module
-// version from the build information is used.
+// version is set at build time with
+// -ldflags "-X github.com/refretry/refretry/internal/cli.version=…"; otherwise the
+// module version from the build information is used.
 var version = ""
 
 // VersionCmd prints refretry's version.
 type VersionCmd struct{}
 
 // Run prints the version.
-func (VersionCmd) Run(s Streams) error {
+func (VersionCmd) Run(in *invocation) error {
 	v := version
 	if v == "" {
 		v = "(devel)"
@@ -21,6 +22,6 @@ func (VersionCmd) Run(s Streams) error {
 			v = bi.Main.Version
 		}
 	}
-	_, err := fmt.Fprintf(s.Stdout, "refretry version %s\n", v)
+	_, err := fmt.Fprintf(in.s.Stdout, "refretry version %s\n", v)
 	return err
 }

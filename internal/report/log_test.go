@@ -1,0 +1,127 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/refretry/refretry/ci"
+	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/retry"
+)
+
+// failure is a Failure as a command's error type gives it.
+type failure struct {
+	kind, line, lock, advice string
+}
+
+func (f *failure) Error() string { return f.line }
+func (f *failure) Exit() int     { return 128 }
+func (f *failure) Kind() string  { return f.kind }
+func (f *failure) Line() string  { return f.line }
+func (f *failure) Reason() string {
+	if f.lock != "" {
+		return f.kind + " on " + f.lock
+	}
+	return f.kind + ": " + f.line
+}
+func (f *failure) Held() (string, time.Duration, int) { return f.lock, time.Second, 0 }
+func (f *failure) Advice() string                     { return f.advice }
+
+var contention = &failure{kind: "lock-contention", line: "cannot lock references", lock: "/r/.git/reftable/tables.list.lock"}
+
+func noRefs(t *testing.T) func() Refs {
+	return func() Refs {
+		t.Error("refs asked for in plain mode")
+		return Refs{}
+	}
+}
+
+// TestPlainLines: in plain mode the lines are refretry's usual ones, attempts are
+// numbered across the whole run (a --stdin session has one budget per transaction),
+// and nothing else is written or looked up.
+func TestPlainLines(t *testing.T) {
+	var stderr strings.Builder
+	configured := 0
+	l := Start(Config{Command: "update-ref", Stderr: &stderr, Git: "git",
+		Configured: func(read bool) (ci.Format, string) {
+			if read {
+				t.Error("git config read in plain mode")
+			}
+			configured++
+			return "", ""
+		},
+		Version: func() string { t.Error("git version asked for in plain mode"); return "" }})
+	if l.Eager() {
+		t.Fatal("plain mode is eager")
+	}
+	// Two budgets, each starting its numbering at 1.
+	l.Attempt(retry.Attempt{Number: 1, Err: contention, Delay: 12 * time.Millisecond})
+	l.Attempt(retry.Attempt{Number: 2, Final: true})
+	l.Attempt(retry.Attempt{Number: 1, Err: contention, Delay: 3 * time.Millisecond})
+	ex := &retry.ExhaustedError{Attempts: 2, Elapsed: 1500 * time.Millisecond, Reason: retry.ReasonAttempts, Err: contention}
+	l.Attempt(retry.Attempt{Number: 2, Err: contention, Final: true})
+	l.Finish(128, ex, noRefs(t))
+	want := "refretry: attempt 1 failed (lock-contention on /r/.git/reftable/tables.list.lock); retrying in 12ms\n" +
+		"refretry: attempt 3 failed (lock-contention on /r/.git/reftable/tables.list.lock); retrying in 3ms\n" +
+		"refretry: gave up after 4 attempts in 1.5s (max-attempts); last failure: lock-contention on /r/.git/reftable/tables.list.lock\n"
+	if stderr.String() != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", stderr.String(), want)
+	}
+	if configured != 1 {
+		t.Errorf("git config consulted %d times, want once (at the first attempt)", configured)
+	}
+}
+
+// TestFinalLines: refretry's own line about each way a run can end, after git's.
+func TestFinalLines(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{&gitexec.StartError{Err: errors.New("no such file")}, "refretry: cannot run git (/opt/git): no such file\n"},
+		{&retry.ResolveError{Err: errors.New("bad value")}, "refretry: not retried: bad value\n"},
+		{&failure{kind: "stale-lock", line: "x", advice: "stale lock /r/x.lock: old"}, "refretry: stale lock /r/x.lock: old\n"},
+		{&failure{kind: "conflict", line: "is at a but expected b"}, ""},
+		{fmt.Errorf("writing standard output: %w", errors.New("broken pipe")), "refretry: writing standard output: broken pipe\n"},
+	}
+	for _, tc := range cases {
+		var stderr strings.Builder
+		l := Start(Config{Command: "update-ref", Stderr: &stderr, Git: "/opt/git"})
+		l.Finish(128, tc.err, noRefs(t))
+		if stderr.String() != tc.want {
+			t.Errorf("%v: %q, want %q", tc.err, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestRecordsNameCommand: with a format asked for, the records and lines name the
+// command, carry the refs and the version, and git's stderr goes through the relay.
+func TestRecordsNameCommand(t *testing.T) {
+	for _, command := range []string{"update-ref", "push"} {
+		var stderr strings.Builder
+		l := Start(Config{Command: command, Stderr: &stderr, Format: ci.JSON, Version: func() string { return "2.55.0" }})
+		if !l.Eager() {
+			t.Fatal("a format asked for is not eager")
+		}
+		l.Attempt(retry.Attempt{Number: 1, Err: contention, Delay: time.Millisecond})
+		fmt.Fprintln(l.Stderr(), "error: git's own line")
+		l.Attempt(retry.Attempt{Number: 2, Final: true})
+		l.Finish(0, nil, func() Refs { return Refs{Updates: 1, Names: []string{"refs/heads/x"}, Backend: "reftable"} })
+		out := stderr.String()
+		for _, want := range []string{
+			`"command":"` + command + `","attempt":1`, `"command":"` + command + `","attempt":2`,
+			`"command":"` + command + `","result":"success"`, `"refs":["refs/heads/x"]`,
+			`"git_version":"2.55.0","ref_backend":"reftable"`, "error: git's own line\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s", command, want, out)
+			}
+		}
+		if strings.Contains(out, "refretry: attempt") {
+			t.Errorf("%s: plain lines beside json records:\n%s", command, out)
+		}
+	}
+}
