@@ -426,7 +426,7 @@ func TestCoalescePatience(t *testing.T) {
 			t.Parallel()
 			r := testutil.NewRepo(t, g, backend)
 			release := holdLine(t, r)
-			defer release()
+			defer func() { release() }() // the release set last
 			ref := "refs/heads/patient"
 			c := &coalesceRun{args: []string{"--timeout", "1500ms", ref, r.Commit, ""}}
 			startCoalescing(t, r, []*coalesceRun{c})()

@@ -498,7 +498,17 @@ func TestSIGTERMWhileWaiting(t *testing.T) {
 			for !strings.Contains(errOut.String(), "retrying") && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			time.Sleep(200 * time.Millisecond) // let the second attempt's git start waiting
+			// The second attempt's git has taken the free ref's lock (files) or is
+			// running at all (reftable): it waits for the held one.
+			exited := make(chan struct{})
+			defer close(exited)
+			for waiting := false; !waiting; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no second attempt waiting; stderr %q", errOut.String())
+				}
+				waiting = gitChild(cmd, exited) != 0 &&
+					(bc.backend == "reftable" || contains(lockFiles(r.GitDir), r.LockPath("refs/heads/a-free")))
+			}
 			start := time.Now()
 			cmd.Process.Signal(syscall.SIGTERM)
 			err := cmd.Wait()

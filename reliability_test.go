@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,6 +78,27 @@ func gitChild(cmd *exec.Cmd, exited <-chan struct{}) int {
 		case <-exited:
 			return 0
 		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// readSyscall is read(2)'s number, as /proc/<pid>/syscall shows it.
+var readSyscall = map[string]string{"amd64": "0", "arm64": "63"}[runtime.GOARCH]
+
+// waitReading waits until pid is blocked reading its standard input: it has consumed
+// everything written to it so far. It fails the test if pid exits first.
+func waitReading(t *testing.T, pid int) {
+	t.Helper()
+	if readSyscall == "" {
+		t.Skipf("no read(2) number known for %s", runtime.GOARCH)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("process %d never blocked reading its input (%v)", pid, err)
+		}
+		if f := strings.Fields(string(b)); len(f) > 1 && f[0] == readSyscall && f[1] == "0x0" {
+			return
 		}
 	}
 }
@@ -217,6 +239,10 @@ func TestReliabilityKill(t *testing.T) {
 						// up to half a second after its release.
 						holdMS := 300 + rng.Intn(2500)
 						delayMS := rng.Intn(holdMS + 500)
+						if round == 0 {
+							// One signal certainly lands while the batch waits for the lock.
+							delayMS = holdMS / 2
+						}
 						if victim == "refretry" && sig == syscall.SIGKILL {
 							// Not before refretry has passed the whole input on: see
 							// TestReliabilityKillMidInput for what happens then.
@@ -224,6 +250,8 @@ func TestReliabilityKill(t *testing.T) {
 						}
 						if killBatch(t, bc, victim, sig, delayMS, holdMS, round, n) {
 							landed++
+						} else if round == 0 {
+							t.Errorf("round 0: the signal sent while the lock was held did not reach a running %s", victim)
 						}
 					}
 					t.Logf("faults: %d of %d signals landed while the batch was running", landed, rounds)
@@ -389,7 +417,7 @@ func TestReliabilityKillMidInput(t *testing.T) {
 					if name == "refretry" {
 						gitPID = gitChild(cmd, exited)
 					}
-					time.Sleep(500 * time.Millisecond) // git has read what it was given
+					waitReading(t, gitPID) // git has read what it was given
 					cmd.Process.Kill()
 					<-exited
 					waitGone(t, gitPID)
@@ -411,7 +439,7 @@ func TestReliabilityStoppedHolder(t *testing.T) {
 	t.Parallel()
 	for _, bc := range backends(t) {
 		for _, mode := range []string{"gives-up", "continued", "break-refused"} {
-			if mode == "break-refused" && bc.git.Version < "2.54" {
+			if mode == "break-refused" && !bc.git.AtLeast(2, 54) {
 				continue // core.lockfilePid is new in 2.54
 			}
 			t.Run(bc.git.Name()+"/"+bc.backend+"/"+mode, func(t *testing.T) {
@@ -518,7 +546,7 @@ func TestReliabilityKilledHolder(t *testing.T) {
 	t.Parallel()
 	for _, bc := range backends(t) {
 		for _, pidFile := range []bool{true, false} {
-			if pidFile && bc.git.Version < "2.54" {
+			if pidFile && !bc.git.AtLeast(2, 54) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/%s/pidfile=%v", bc.git.Name(), bc.backend, pidFile), func(t *testing.T) {
@@ -572,7 +600,7 @@ func TestBreakStaleLocksEndToEnd(t *testing.T) {
 	for _, bc := range backends(t) {
 		for _, how := range []string{"flag", "env", "config"} {
 			for _, pidFile := range []bool{true, false} {
-				if pidFile && bc.git.Version < "2.54" {
+				if pidFile && !bc.git.AtLeast(2, 54) {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s/%s/%s/pidfile=%v", bc.git.Name(), bc.backend, how, pidFile), func(t *testing.T) {
