@@ -320,3 +320,31 @@ func TestPushNamesPush(t *testing.T) {
 		}
 	}
 }
+
+// TestPushAtomicUnsupported: a receiver without atomic pushes refuses --atomic, and git
+// then reports the hang-up that follows. The refusal decides: one attempt, git's bytes,
+// exit 128, and refretry's hint that --no-atomic exists; with it the push lands.
+func TestPushAtomicUnsupported(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			s := newPushSetup(t, bc.git, bc.backend)
+			s.client.Run("--git-dir="+s.remote, "config", "receive.advertiseAtomic", "false")
+			want := pushRun(t, s.client, nil, "git", "push", "--atomic", "origin", "HEAD:refs/ci/x")
+			got := pushRun(t, s.client, nil, "refretry", "push", "origin", "HEAD:refs/ci/x")
+			hint := "refretry: the remote does not support atomic pushes; push with refretry push --no-atomic " +
+				"(each ref is then accepted or refused on its own)\n"
+			if want.code != 128 || !strings.Contains(want.stderr, "fatal: the receiving end does not support --atomic push") {
+				t.Fatalf("git push --atomic: exit %d\n%s", want.code, want.stderr)
+			}
+			if got.code != want.code || got.stdout != want.stdout || got.stderr != want.stderr+hint {
+				t.Errorf("refretry: exit %d\n%q\nwant exit %d\n%q", got.code, got.stderr, want.code, want.stderr+hint)
+			}
+			got = pushRun(t, s.client, nil, "refretry", "push", "--no-atomic", "origin", "HEAD:refs/ci/x")
+			if got.code != 0 {
+				t.Errorf("--no-atomic: exit %d\n%s", got.code, got.stderr)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package push
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/refretry/refretry/internal/gitmsg"
@@ -76,6 +75,11 @@ func Classify(exitCode int, stdout, stderr []byte) *Error {
 		return e
 	}
 	e.Message = lastMessage(stderr)
+	if line, ok := gitmsg.Unsupported(stderr); ok {
+		// The first cause git names decides: the hang-up that follows is its effect.
+		e.Class, e.Message = ClassDeclined, line
+		return e
+	}
 	if te, auth := transportFailure(stderr); auth {
 		e.Class = ClassAuth
 	} else if te != nil {
@@ -207,94 +211,14 @@ func describe(s RefStatus) string {
 	return s.Summary + " " + to + " (" + s.Reason + ")"
 }
 
-// Transport failures, as git and libcurl word them (C locale). Lines from the
-// server ("remote: …") are not read for these.
-var transportSigns = []string{
-	"the remote end hung up unexpectedly",
-	"Connection reset by peer",
-	"Connection refused",
-	"Couldn't connect to server",
-	"Failed to connect to ",
-	"Connection timed out",
-	"Operation too slow",
-	"Operation timed out",
-	"Empty reply from server",
-	"Recv failure",
-	"Send failure",
-	"transfer closed with outstanding read data remaining",
-	"unexpected disconnect while reading sideband packet",
-	"early EOF",
-	"RPC failed",
-}
-
-// authSigns are authentication and permission failures: never retried.
-var authSigns = []string{
-	"Authentication failed for ",
-	"could not read Username",
-	"could not read Password",
-	"terminal prompts disabled",
-	"Permission denied",
-	"HTTP Basic: Access denied",
-}
-
 // transportFailure looks for a transport failure in git's own stderr lines. auth is
 // true for an authentication or permission failure, which wins over anything else.
 func transportFailure(stderr []byte) (te *TransportError, auth bool) {
-	for _, line := range strings.Split(string(stderr), "\n") {
-		if strings.HasPrefix(line, "remote:") {
-			if strings.Contains(line, "Permission to ") && strings.Contains(line, " denied") {
-				return nil, true
-			}
-			continue
-		}
-		if code := httpStatus(line); code != 0 {
-			switch {
-			case code == 401 || code == 403:
-				return nil, true
-			case code >= 500 || code == 429 || code == 408:
-				if te == nil {
-					te = &TransportError{HTTPStatus: code, Message: line}
-				}
-				continue
-			default:
-				return nil, false // 404 and the like: permanent
-			}
-		}
-		for _, a := range authSigns {
-			if strings.Contains(line, a) {
-				return nil, true
-			}
-		}
-		if te != nil {
-			continue
-		}
-		for _, sign := range transportSigns {
-			if strings.Contains(line, sign) {
-				te = &TransportError{Message: line}
-				break
-			}
-		}
+	t := gitmsg.ReadTransport(stderr)
+	if t.Line != "" {
+		te = &TransportError{HTTPStatus: t.HTTPStatus, Message: t.Line}
 	}
-	return te, false
-}
-
-// httpStatus returns the HTTP status a git or libcurl message reports, or 0.
-func httpStatus(line string) int {
-	for _, marker := range []string{"RPC failed; HTTP ", "The requested URL returned error: "} {
-		i := strings.Index(line, marker)
-		if i < 0 {
-			continue
-		}
-		rest := line[i+len(marker):]
-		n := 0
-		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-			n++
-		}
-		if code, err := strconv.Atoi(rest[:n]); err == nil {
-			return code
-		}
-	}
-	return 0
+	return te, t.Auth
 }
 
 // lastMessage is git's last "fatal:" or "error:" line, the usual summary of a failure.

@@ -3,6 +3,7 @@ package push
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
@@ -137,9 +138,14 @@ func (e *Error) Held() (lock string, age time.Duration, pid int) {
 	return "", 0, 0
 }
 
-// Advice says, for a stale lock on the remote, that it must be removed there; git's
-// output says all there is to say about any other failure ("").
+// Advice says, for a stale lock on the remote, that it must be removed there, and for
+// a remote without atomic pushes, how to push without; git's output says all there is
+// to say about any other failure ("").
 func (e *Error) Advice() string {
+	if e.Class == ClassDeclined && strings.Contains(e.Message, "does not support --atomic push") {
+		return "the remote does not support atomic pushes; push with refretry push --no-atomic " +
+			"(each ref is then accepted or refused on its own)"
+	}
 	var l *LockedError
 	if e.Class != ClassStaleLock || !errors.As(e, &l) {
 		return ""

@@ -202,9 +202,13 @@ func TestHTTPStall(t *testing.T) {
 			r := c.push(smallPolicy(5), func(p *push.Runner) {
 				p.StallFloor = push.StallFloor{Limit: 1000, Time: time.Second}
 			}, "origin", "main")
-			want := []push.Class{push.ClassTransport, "ok"}
-			if r.code != 0 || !slices.Equal(r.classes(), want) {
-				t.Fatalf("exit %d, attempts %v, want %v\n%s", r.code, r.classes(), want, r.stderr)
+			// The stall is one transport failure; on a loaded machine a later attempt
+			// may also fall below the floor, and is retried the same way.
+			classes := r.classes()
+			n := len(classes)
+			if r.code != 0 || n < 2 || classes[n-1] != "ok" ||
+				slices.ContainsFunc(classes[:n-1], func(c push.Class) bool { return c != push.ClassTransport }) {
+				t.Fatalf("exit %d, attempts %v, want transport failures then ok\n%s", r.code, classes, r.stderr)
 			}
 			if msg := r.attempts[0].Err.Error(); !strings.Contains(msg, "too slow") {
 				t.Errorf("first failure %q is not the stall", msg)

@@ -124,6 +124,8 @@ func (rr *Runner) Run(ctx context.Context, args Args) (int, error) {
 	switch {
 	case !args.Understood:
 		return r.passthrough(ctx, args)
+	case args.Stdin && args.Batch:
+		return r.batchUpdates(ctx, args)
 	case args.Stdin:
 		return r.session(ctx, args)
 	default:

@@ -1,0 +1,129 @@
+package gitmsg
+
+import (
+	"strconv"
+	"strings"
+)
+
+// transportSigns are git's and libcurl's words for a connection that failed or broke:
+// another identical attempt may get through.
+var transportSigns = []string{
+	"the remote end hung up unexpectedly",
+	"Connection reset by peer",
+	"Connection refused",
+	"Couldn't connect to server",
+	"Failed to connect to ",
+	"Connection timed out",
+	"Operation too slow",
+	"Operation timed out",
+	"Empty reply from server",
+	"Recv failure",
+	"Send failure",
+	"transfer closed with outstanding read data remaining",
+	"unexpected disconnect while reading sideband packet",
+	"early EOF",
+	"RPC failed",
+}
+
+// authSigns are authentication and permission failures: never retried.
+var authSigns = []string{
+	"Authentication failed for ",
+	"could not read Username",
+	"could not read Password",
+	"terminal prompts disabled",
+	"Permission denied",
+	"HTTP Basic: Access denied",
+}
+
+// Transport is what git's own stderr lines (not the server's remote: lines, except
+// for a hosting service's permission message) say about the connection.
+type Transport struct {
+	// Auth is set for an authentication or permission failure, which wins over
+	// anything else: never retried.
+	Auth bool
+	// Line is the first line naming a failure another attempt may get past (a
+	// connection refused, reset or stalled, an HTTP 5xx, 408 or 429); "" for none.
+	Line string
+	// HTTPStatus is that line's HTTP status, 0 when it names none.
+	HTTPStatus int
+}
+
+// ReadTransport reads stderr for a transport failure. An HTTP status that retrying
+// cannot change (404 and the like) ends the search with nothing found.
+func ReadTransport(stderr []byte) Transport {
+	var t Transport
+	for line := range strings.SplitSeq(string(stderr), "\n") {
+		if strings.HasPrefix(line, "remote:") {
+			if strings.Contains(line, "Permission to ") && strings.Contains(line, " denied") {
+				return Transport{Auth: true}
+			}
+			continue
+		}
+		if code := httpStatus(line); code != 0 {
+			switch {
+			case code == 401 || code == 403:
+				return Transport{Auth: true}
+			case code >= 500 || code == 429 || code == 408:
+				if t.Line == "" {
+					t.Line, t.HTTPStatus = line, code
+				}
+				continue
+			default:
+				return Transport{}
+			}
+		}
+		for _, a := range authSigns {
+			if strings.Contains(line, a) {
+				return Transport{Auth: true}
+			}
+		}
+		if t.Line != "" {
+			continue
+		}
+		for _, sign := range transportSigns {
+			if strings.Contains(line, sign) {
+				t.Line = line
+				break
+			}
+		}
+	}
+	return t
+}
+
+// httpStatus returns the HTTP status a git or libcurl message reports, or 0.
+func httpStatus(line string) int {
+	for _, marker := range []string{"RPC failed; HTTP ", "The requested URL returned error: "} {
+		i := strings.Index(line, marker)
+		if i < 0 {
+			continue
+		}
+		rest := line[i+len(marker):]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if code, err := strconv.Atoi(rest[:n]); err == nil {
+			return code
+		}
+	}
+	return 0
+}
+
+// Unsupported returns git's line saying that the other side lacks a capability the
+// command asked for ("the receiving end does not support --atomic push", push
+// options, signed pushes), when that is the first fatal: line: it decides, whatever
+// git prints after it (usually "the remote end hung up unexpectedly"), and no retry
+// changes it.
+func Unsupported(stderr []byte) (string, bool) {
+	for _, line := range Lines(stderr) {
+		msg, ok := strings.CutPrefix(line, "fatal: ")
+		if !ok {
+			continue
+		}
+		if strings.HasPrefix(msg, "the receiving end does not support ") {
+			return line, true
+		}
+		return "", false
+	}
+	return "", false
+}

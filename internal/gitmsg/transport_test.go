@@ -1,0 +1,39 @@
+package gitmsg
+
+import "testing"
+
+func TestReadTransport(t *testing.T) {
+	cases := []struct {
+		stderr string
+		want   Transport
+	}{
+		{"fatal: unable to access 'http://h/r.git/': The requested URL returned error: 503\n",
+			Transport{Line: "fatal: unable to access 'http://h/r.git/': The requested URL returned error: 503", HTTPStatus: 503}},
+		{"fatal: unable to access 'http://h/r.git/': The requested URL returned error: 401\n", Transport{Auth: true}},
+		{"fatal: unable to access 'http://h/r.git/': The requested URL returned error: 404\n", Transport{}},
+		{"fatal: could not read Username for 'http://h': terminal prompts disabled\n", Transport{Auth: true}},
+		{"remote: Permission to o/r.git denied to u.\nfatal: the remote end hung up unexpectedly\n", Transport{Auth: true}},
+		{"fatal: the remote end hung up unexpectedly\n", Transport{Line: "fatal: the remote end hung up unexpectedly"}},
+		{"remote: Connection refused\nfatal: bad\n", Transport{}},
+		{"error: RPC failed; HTTP 429 curl 22 The requested URL returned error: 429\nfatal: expected flush after ref listing\n",
+			Transport{Line: "error: RPC failed; HTTP 429 curl 22 The requested URL returned error: 429", HTTPStatus: 429}},
+	}
+	for _, tc := range cases {
+		if got := ReadTransport([]byte(tc.stderr)); got != tc.want {
+			t.Errorf("%q: %+v, want %+v", tc.stderr, got, tc.want)
+		}
+	}
+}
+
+func TestUnsupported(t *testing.T) {
+	atomic := "fatal: the receiving end does not support --atomic push\nfatal: the remote end hung up unexpectedly\n"
+	if line, ok := Unsupported([]byte(atomic)); !ok || line != "fatal: the receiving end does not support --atomic push" {
+		t.Errorf("atomic refusal: %q %v", line, ok)
+	}
+	if _, ok := Unsupported([]byte("fatal: the remote end hung up unexpectedly\nfatal: the receiving end does not support --atomic push\n")); ok {
+		t.Error("a refusal after the first fatal line decided")
+	}
+	if _, ok := Unsupported([]byte("error: failed to push some refs\n")); ok {
+		t.Error("no fatal line, yet unsupported")
+	}
+}
