@@ -1,63 +1,35 @@
 package transaction
 
 import (
+	"github.com/refretry/refretry/internal/lockfile"
 	"github.com/refretry/refretry/internal/repo"
 
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/refretry/refretry/internal/platform"
 )
 
-// inspectLock fills in what the file system says about a held lock: its age, the
-// holder pid from a ~pid.lock file, and whether the holder is known to be gone (a
-// ~pid.lock naming a dead local process, or a lock older than staleAfter). A lock that
-// has disappeared meanwhile is left as it is: it was contention, and it is over.
+// inspectLock fills in what the file system says about a held lock (lockfile.Inspect):
+// its age, the holder pid from a ~pid.lock file, and whether the holder is known to be
+// gone. A lock that has disappeared meanwhile is left as it is: it was contention, and
+// it is over.
 func inspectLock(l *LockedError, staleAfter time.Duration, now time.Time) {
 	if l.Lock == "" {
 		return
 	}
-	fi, err := os.Stat(l.Lock)
-	if err != nil {
+	f := lockfile.Inspect(l.Lock, staleAfter, now)
+	if !f.Present {
 		return
 	}
-	l.Age = now.Sub(fi.ModTime())
-	if pid, ok := readPIDFile(strings.TrimSuffix(l.Lock, ".lock") + "~pid.lock"); ok {
-		l.PID = pid
-		if !l.Stale && processGone(pid) {
-			l.Stale = true
-			l.StaleReason = "its holder, process " + strconv.Itoa(pid) + " (from the ~pid.lock file), is no longer running"
-		}
+	l.Age = f.Age
+	if f.PID > 0 {
+		l.PID = f.PID
 	}
-	if !l.Stale && staleAfter > 0 && l.Age > staleAfter {
-		l.Stale = true
-		l.StaleReason = "it is older than the stale-after limit of " + staleAfter.String()
+	if !l.Stale && f.Stale {
+		l.Stale, l.StaleReason = true, f.Reason
 	}
-}
-
-// readPIDFile reads git's "pid <n>" lock-holder file.
-func readPIDFile(path string) (int, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	s, ok := strings.CutPrefix(string(bytes.TrimSpace(b)), "pid ")
-	if !ok {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(s)
-	return pid, err == nil && pid > 0
-}
-
-// processGone reports whether no local process has this pid. Like git, it can only see
-// this host's processes in this pid namespace.
-func processGone(pid int) bool {
-	return platform.ProcessGone(pid)
 }
 
 // reftableLock finds tables.list.lock for the repository git would use: reftable's
