@@ -1,14 +1,14 @@
 package transaction
 
 import (
-	"github.com/refretry/refretry/internal/lockfile"
-	"github.com/refretry/refretry/internal/repo"
-
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/refretry/refretry/internal/lockfile"
+	"github.com/refretry/refretry/internal/repo"
 )
 
 // inspectLock fills in what the file system says about a held lock (lockfile.Inspect):
