@@ -313,9 +313,10 @@ func TestMillionUpdateBatch(t *testing.T) {
 	}
 }
 
-// TestStaleLock: a lock whose holder is proven dead, or which is older than
-// --stale-after, stops refretry at once with git's message and exit code and one line
-// saying which file, how old, whose, and how to remove it.
+// TestStaleLock: a lock older than --stale-after, or one whose holder pid is not
+// running here and which is older than --pid-grace, stops refretry at once with git's
+// message and exit code and one line saying which file, how old, whose, and how to
+// remove it.
 func TestStaleLock(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
@@ -332,18 +333,21 @@ func TestStaleLock(t *testing.T) {
 				ref := "refs/heads/stale"
 				lock := r.LockPath(ref)
 				r.Hold(lock)
-				if kind == "old" {
-					old := time.Now().Add(-time.Hour)
-					if err := os.Chtimes(lock, old, old); err != nil {
-						t.Fatal(err)
-					}
-				} else {
+				args := []string{"--timeout", "30s", ref, r.Commit}
+				age := time.Hour
+				if kind == "dead-pid" {
 					pidFile := strings.TrimSuffix(lock, ".lock") + "~pid.lock"
 					if err := os.WriteFile(pidFile, []byte(fmt.Sprintf("pid %d\n", deadPID)), 0o644); err != nil {
 						t.Fatal(err)
 					}
+					// Past the pid grace, well short of the stale-after limit.
+					age, args = 10*time.Minute, append([]string{"--stale-after", "1h", "--pid-grace", "5m"}, args...)
 				}
-				res := runIn(t, r, "", "refretry", "--timeout", "30s", ref, r.Commit)
+				old := time.Now().Add(-age)
+				if err := os.Chtimes(lock, old, old); err != nil {
+					t.Fatal(err)
+				}
+				res := runIn(t, r, "", "refretry", args...)
 				if res.code != 128 {
 					t.Errorf("exit %d, want 128", res.code)
 				}
@@ -355,8 +359,8 @@ func TestStaleLock(t *testing.T) {
 				if kind == "old" && !strings.Contains(last, "(age 1h0m") {
 					t.Errorf("last line %q: want the lock's age", last)
 				}
-				if kind == "dead-pid" && !strings.Contains(last, fmt.Sprintf("holder pid %d", deadPID)) {
-					t.Errorf("last line %q: want the holder pid", last)
+				if want := fmt.Sprintf(", holder pid %d): its holder, process %d (from the ~pid.lock file), is not running here, and the lock is older than the pid grace of 5m0s", deadPID, deadPID); kind == "dead-pid" && !strings.Contains(last, want) {
+					t.Errorf("last line %q: want %q", last, want)
 				}
 				if strings.Contains(res.stderr, "retrying") {
 					t.Errorf("stderr %q: a stale lock must not be retried", res.stderr)

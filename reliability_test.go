@@ -538,10 +538,13 @@ func killedHolder(t *testing.T, r *testutil.Repo, ref string, pidFile bool) (str
 }
 
 // TestReliabilityKilledHolder: a lock left by a git killed with SIGKILL. With
-// core.lockfilePid its holder is proven dead: refretry stops at once with git's
-// message and one stale-lock line (no retry). Without it, refretry retries until the
-// lock is older than --stale-after, then stops the same way. Either way, nothing is
-// written and the lock stays for the user to inspect.
+// core.lockfilePid its ~pid.lock names a pid that is not running here, which alone
+// proves nothing (a holder in another pid namespace looks the same): refretry retries
+// until the lock is older than --pid-grace (2 s here, against an --stale-after of an
+// hour), then stops with git's message and one stale-lock line giving that evidence.
+// Without it, refretry retries until the lock is older than --stale-after, then stops
+// the same way. Either way, nothing is written and the lock stays for the user to
+// inspect.
 func TestReliabilityKilledHolder(t *testing.T) {
 	t.Parallel()
 	for _, bc := range backends(t) {
@@ -554,15 +557,20 @@ func TestReliabilityKilledHolder(t *testing.T) {
 				r := testutil.NewRepo(t, bc.git, bc.backend)
 				ref := "refs/heads/dead"
 				lock, pid := killedHolder(t, r, ref, pidFile)
-				res := runIn(t, r, "", "refretry", "--stale-after", "2s", "--timeout", "60s", ref, r.Commit)
+				limits := []string{"--stale-after", "2s"}
+				if pidFile {
+					limits = []string{"--stale-after", "1h", "--pid-grace", "2s"}
+				}
+				res := runIn(t, r, "", "refretry", append(limits, "--timeout", "60s", ref, r.Commit)...)
 				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
 				last := lines[len(lines)-1]
 				if res.code != 128 || !strings.HasPrefix(last, "refretry: stale lock "+lock) {
 					t.Fatalf("exit %d, stderr %q; want 128 and a stale-lock report", res.code, res.stderr)
 				}
 				if pidFile {
-					if !strings.Contains(last, fmt.Sprintf("holder pid %d", pid)) || strings.Contains(res.stderr, "retrying") {
-						t.Errorf("last line %q, stderr %q: want the dead holder's pid and no retry", last, res.stderr)
+					want := fmt.Sprintf("holder pid %d): its holder, process %d (from the ~pid.lock file), is not running here, and the lock is older than the pid grace of 2s", pid, pid)
+					if !strings.Contains(last, want) {
+						t.Errorf("last line %q: want %q", last, want)
 					}
 				} else if !strings.Contains(last, "older than the stale-after limit of 2s") {
 					t.Errorf("last line %q: want the age limit as the reason", last)
@@ -608,10 +616,9 @@ func TestBreakStaleLocksEndToEnd(t *testing.T) {
 					r := testutil.NewRepo(t, bc.git, bc.backend)
 					ref := "refs/heads/broken"
 					lock, pid := killedHolder(t, r, ref, pidFile)
-					if !pidFile {
-						old := time.Now().Add(-time.Hour)
-						os.Chtimes(lock, old, old)
-					}
+					// Older than the stale-after limit and the pid grace (2m both).
+					old := time.Now().Add(-time.Hour)
+					os.Chtimes(lock, old, old)
 					cmd := refretryCommand(r, "--timeout", "60s", ref, r.Commit)
 					switch how {
 					case "flag":
@@ -626,16 +633,15 @@ func TestBreakStaleLocksEndToEnd(t *testing.T) {
 					code := exitCode(t, cmd.Run())
 					want := "refretry: removed stale lock '" + lock + "'"
 					if pidFile {
-						want += fmt.Sprintf(" and '%s~pid.lock' (age ", strings.TrimSuffix(lock, ".lock"))
-					} else {
-						want += " (age 1h0m"
+						want += fmt.Sprintf(" and '%s~pid.lock'", strings.TrimSuffix(lock, ".lock"))
 					}
+					want += " (age 1h0m"
 					lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
 					if code != 0 || out.Len() != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], want) ||
 						!strings.HasPrefix(lines[1], "refretry: attempt 1 failed (") {
 						t.Fatalf("exit %d, stdout %q, stderr %q; want 0, a line starting %q and one retry", code, out.String(), errOut.String(), want)
 					}
-					if pidFile && !strings.Contains(lines[0], fmt.Sprintf("holder pid %d): its holder, process %d (from the ~pid.lock file), is no longer running; retrying", pid, pid)) {
+					if pidFile && !strings.Contains(lines[0], fmt.Sprintf("holder pid %d): its holder, process %d (from the ~pid.lock file), is not running here, and the lock is older than the pid grace of 2m0s", pid, pid)) {
 						t.Errorf("line %q: want the dead holder's pid and the reason", lines[0])
 					}
 					if !pidFile && !strings.HasSuffix(lines[0], "): it is older than the stale-after limit of 2m0s; retrying") {

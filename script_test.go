@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/testutil"
 )
 
@@ -42,7 +43,8 @@ import (
 //	                     DELAY, ELAPSED and AGE so that golden files never hold timings
 //	age FILE DURATION    set FILE's modification time DURATION ago
 //
-// Conditions: [reftable], [files], [git2.39], [git2.55].
+// Conditions: [reftable], [files], [git2.39], [git2.55]. $PIDNS_NOTE is what refretry
+// adds to a reason resting on an unseen holder pid when the tests run in a container.
 func TestScript(t *testing.T) {
 	t.Parallel()
 	bin := t.TempDir()
@@ -155,6 +157,7 @@ func (v scriptVariant) params() testscript.Params {
 				{"GOCOVERDIR", coverDir()},
 				{"GITVERSION", v.version()},
 				{"BACKEND", v.backend},
+				{"PIDNS_NOTE", pidNamespaceNote()},
 			} {
 				e.Setenv(kv[0], kv[1])
 			}
@@ -186,6 +189,15 @@ func (v scriptVariant) params() testscript.Params {
 			"age":        cmdAge,
 		},
 	}
+}
+
+// pidNamespaceNote is what refretry adds to a reason that rests on a holder pid it
+// cannot see, when it runs (as this test does) in a container's pid namespace.
+func pidNamespaceNote() string {
+	if !platform.OwnPIDNamespace() {
+		return ""
+	}
+	return "; refretry runs in a container's pid namespace, where a holder in another container or on the host cannot be seen"
 }
 
 // execRecord runs a program with the script's environment, directory and stdin, and

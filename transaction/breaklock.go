@@ -24,7 +24,7 @@ func (r *run) breakStale(e *Error, l *LockedError, s Settings) {
 	if !r.BreakStaleLocks && !s.BreakStaleLocks || l.Lock == "" || !strings.HasSuffix(l.Lock, ".lock") {
 		return
 	}
-	b, err := lockfile.Break(l.Lock, s.StaleAfter, time.Now())
+	b, err := lockfile.Break(l.Lock, s.rule(), time.Now())
 	var ns *NotStaleError
 	switch {
 	case err == nil:

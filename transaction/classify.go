@@ -1,7 +1,6 @@
 package transaction
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/refretry/refretry/internal/gitmsg"
@@ -104,9 +103,13 @@ func classifyInner(e *Error, inner, ref string, advice []string, exitCode int) {
 				e.Class = ClassLockContention
 			}
 		case gitmsg.AdviceDead:
-			l.PID, l.Stale = pid, true
-			l.StaleReason = "git reports that its holder, process " + strconv.Itoa(pid) + ", is no longer running"
-			e.Class = ClassStaleLock
+			// git found no process pid (kill(pid, 0)) in its pid namespace, which is
+			// refretry's: a holder in another one looks the same. Contention, until
+			// the lock's age says otherwise (checkStale, lockfile.Rule).
+			l.PID, l.HolderUnseen = pid, true
+			if lockExit {
+				e.Class = ClassLockContention
+			}
 		}
 		return
 	}

@@ -46,9 +46,18 @@ type LockedError struct {
 	Ref string
 	// PID is the holder's pid from git's advice or the ~pid.lock file (0 if unknown).
 	PID int
+	// HolderUnseen is set when no process with PID runs in refretry's pid namespace:
+	// the holder ended, or it runs in another pid namespace (another container, or
+	// the host seen from one), where it may still be working. git's "no longer
+	// running" advice says no more than this.
+	HolderUnseen bool
+	// Waiting says why a lock whose holder is unseen is still waited for (it is
+	// younger than the pid grace); "" otherwise.
+	Waiting string
 	// Age is how long the lock file had existed when inspected (0 if unknown).
 	Age time.Duration
-	// Stale is set when the holder is known to be gone; StaleReason says how.
+	// Stale is set when the lock counts as stale (lockfile.Rule); StaleReason says
+	// why.
 	Stale       bool
 	StaleReason string
 	// Remote is set for a lock on a push's receiving side, as its remote: lines
@@ -123,14 +132,32 @@ func (e *Error) Held() (lock string, age time.Duration, pid int) {
 	return "", 0, 0
 }
 
-// Advice says, for a stale lock, whose it is, how old, and how to remove it; git's
+// Advice says, for a stale lock, whose it is, how old, and how to remove it; for a
+// held lock whose holder pid is not running here, why it was still waited for. git's
 // own message says all there is to say about any other failure ("").
 func (e *Error) Advice() string {
 	var l *LockedError
-	if e.Class != ClassStaleLock || !errors.As(e, &l) {
+	if !errors.As(e, &l) {
 		return ""
 	}
-	msg := "stale lock " + l.Lock
+	switch {
+	case e.Class == ClassStaleLock:
+		msg := "stale lock " + l.Lock + l.facts() + ": " + l.StaleReason
+		if l.Lock != "" {
+			msg += "; make sure no git process is using this repository, then remove it: rm -f " + text.ShellQuote(l.Lock)
+			if pidFile := pidFileOf(l.Lock); pidFile != "" {
+				msg += " " + text.ShellQuote(pidFile)
+			}
+		}
+		return msg
+	case e.Class == ClassLockContention && l.Waiting != "":
+		return "lock " + l.Lock + l.facts() + ": " + l.Waiting
+	}
+	return ""
+}
+
+// facts is " (age …, holder pid …)", with what is known; "" when nothing is.
+func (l *LockedError) facts() string {
 	var facts []string
 	if l.Age > 0 {
 		facts = append(facts, "age "+l.Age.Round(time.Second).String())
@@ -138,17 +165,10 @@ func (e *Error) Advice() string {
 	if l.PID > 0 {
 		facts = append(facts, fmt.Sprintf("holder pid %d", l.PID))
 	}
-	if len(facts) > 0 {
-		msg += " (" + strings.Join(facts, ", ") + ")"
+	if len(facts) == 0 {
+		return ""
 	}
-	msg += ": " + l.StaleReason
-	if l.Lock != "" {
-		msg += "; make sure no git process is using this repository, then remove it: rm -f " + text.ShellQuote(l.Lock)
-		if pidFile := pidFileOf(l.Lock); pidFile != "" {
-			msg += " " + text.ShellQuote(pidFile)
-		}
-	}
-	return msg
+	return " (" + strings.Join(facts, ", ") + ")"
 }
 
 // pidFileOf returns the ~pid.lock companion of a lock when it exists.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/lockfile"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
 )
@@ -27,8 +28,18 @@ type Settings struct {
 	// StaleAfter is the age past which a lock is stale; 0 means that age alone never
 	// makes one stale. refretry uses DefaultStaleAfter.
 	StaleAfter time.Duration
+	// PIDGrace is the age past which a lock whose holder pid (from its ~pid.lock, or
+	// git's "no longer running" advice) is not running here is stale; 0 means
+	// StaleAfter. Before it the lock is waited for like any other: a holder in another
+	// pid namespace (another container sharing the repository) looks just the same.
+	PIDGrace time.Duration
 	// BreakStaleLocks: remove a lock found stale, then retry (breaklock.go).
 	BreakStaleLocks bool
+}
+
+// rule is the stale-lock rule the settings give.
+func (s Settings) rule() lockfile.Rule {
+	return lockfile.Rule{StaleAfter: s.StaleAfter, PIDGrace: s.PIDGrace}
 }
 
 // Runner runs `git update-ref` invocations, retrying lock contention. Its fields are
@@ -77,8 +88,9 @@ type Runner struct {
 	SpoolMemory int
 	SpoolDir    string
 
-	// BreakStaleLocks removes a lock whose holder is proven dead, or which is older
-	// than the stale-after limit with no live holder on record, and retries
+	// BreakStaleLocks removes a lock that is stale (its holder pid is not running here
+	// and it is older than the pid grace, or it is older than the stale-after limit
+	// with no running holder on record), and retries
 	// (breaklock.go); Settings.BreakStaleLocks asks for the same. OnBreakLock, if set,
 	// is told of each removal; if nil, a "refretry: removed stale lock …" line goes to
 	// Stderr.
@@ -245,7 +257,7 @@ func (r *run) heldLockStale() bool {
 		return false
 	}
 	l := &LockedError{Lock: lock}
-	inspectLock(l, s.StaleAfter, time.Now())
+	inspectLock(l, s.rule(), time.Now())
 	return l.Stale
 }
 
@@ -338,8 +350,8 @@ func (r *run) classified(ctx context.Context, code int, stderr []byte) (int, err
 	return code, err
 }
 
-// checkStale turns a lock-contention failure into a stale-lock one when the lock's
-// holder is known to be gone, so that no time is spent waiting for it.
+// checkStale turns a lock-contention failure into a stale-lock one when the lock counts
+// as stale (lockfile.Rule), so that no time is spent waiting for it.
 func (r *run) checkStale(ctx context.Context, e *Error) {
 	var l *LockedError
 	if e == nil || e.Class != ClassLockContention && e.Class != ClassStaleLock || !errors.As(e, &l) {
@@ -349,14 +361,14 @@ func (r *run) checkStale(ctx context.Context, e *Error) {
 	if err != nil {
 		return // reported by the retry loop
 	}
-	if e.Class == ClassStaleLock { // git itself said so
-		r.breakStale(e, l, s) // breaklock.go: only when asked to
+	if e.Class == ClassStaleLock { // a leftover Classify knows to be stale
+		r.breakStale(e, l, s) // breaklock.go: only when asked to (and only a .lock)
 		return
 	}
 	if l.Lock == "" {
 		l.Lock = r.reftableLock(ctx)
 	}
-	inspectLock(l, s.StaleAfter, time.Now())
+	inspectLock(l, s.rule(), time.Now())
 	if l.Stale {
 		e.Class = ClassStaleLock
 		r.breakStale(e, l, s) // breaklock.go: only when asked to

@@ -12,21 +12,23 @@ import (
 )
 
 // inspectLock fills in what the file system says about a held lock (lockfile.Inspect):
-// its age, the holder pid from a ~pid.lock file, and whether the holder is known to be
-// gone. A lock that has disappeared meanwhile is left as it is: it was contention, and
-// it is over.
-func inspectLock(l *LockedError, staleAfter time.Duration, now time.Time) {
+// its age, the holder pid from a ~pid.lock file and whether it runs here, and whether
+// the lock counts as stale under rule. A lock that has disappeared meanwhile is left as
+// it is: it was contention, and it is over.
+func inspectLock(l *LockedError, rule lockfile.Rule, now time.Time) {
 	if l.Lock == "" {
 		return
 	}
-	f := lockfile.Inspect(l.Lock, staleAfter, now)
+	f := lockfile.Inspect(l.Lock, rule, now)
 	if !f.Present {
 		return
 	}
 	l.Age = f.Age
 	if f.PID > 0 {
-		l.PID = f.PID
+		// The file is read now; git's advice (which Classify read) may be older.
+		l.PID, l.HolderUnseen = f.PID, f.Unseen
 	}
+	l.Waiting = f.Wait
 	if !l.Stale && f.Stale {
 		l.Stale, l.StaleReason = true, f.Reason
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
 )
@@ -37,6 +38,7 @@ func TestFastOptionsMatchKong(t *testing.T) {
 		{[]string{"-C/tmp/a", "-C", "b", "--directory=c", "--directory", "d=e"}, true},
 		{[]string{"--timeout", "5s", "--max-attempts=3", "--initial-delay", "1ms", "--max-delay=2s"}, true},
 		{[]string{"--stale-after", "1m", "--git", "/usr/bin/git", "--log-format=json", "--log-file", "/tmp/x.log"}, true},
+		{[]string{"--pid-grace", "30s", "--stale-after=5m", "--pid-grace=1m"}, true},
 		{[]string{"--timeout=1s", "--timeout", "2s"}, true}, // the last one wins
 		{[]string{"--coalesce", "--break-stale-locks", "--timeout", "-"}, true},
 		{[]string{"--timeout="}, true},
@@ -120,6 +122,7 @@ func TestHelp(t *testing.T) {
 		"env REFRETRY_TIMEOUT, config refretry.timeout; default " + def.Timeout.String(),
 		"env REFRETRY_MAX_ATTEMPTS, config refretry.maxAttempts; default " + strconv.Itoa(def.MaxAttempts),
 		"env REFRETRY_STALE_AFTER, config refretry.staleAfter; default " + def.StaleAfter.String(),
+		"env REFRETRY_PID_GRACE, config refretry.pidGrace; default: --stale-after)",
 		"env REFRETRY_BREAK_STALE_LOCKS=1, config refretry.breakStaleLocks)",
 		"env REFRETRY_GIT; default: git on PATH",
 		"env REFRETRY_LOG_FORMAT, config refretry.logFormat; default auto",
@@ -133,5 +136,40 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(pushHelp, want) {
 			t.Errorf("push --help lacks %s:\n%s", want, pushHelp)
 		}
+	}
+}
+
+// TestPIDGrace: --pid-grace resolves as every option does (flag > environment > git
+// config), defaults to 0 (the --stale-after limit), and rejects what is not a
+// non-negative duration.
+func TestPIDGrace(t *testing.T) {
+	t.Parallel()
+	cfg := map[string]string{"refretry.pidgrace": "3m"}
+	cases := []struct {
+		flag, env string
+		cfg       map[string]string
+		want      time.Duration
+	}{
+		{"", "", nil, 0},
+		{"", "", cfg, 3 * time.Minute},
+		{"", "2m", cfg, 2 * time.Minute},
+		{"1m", "2m", cfg, time.Minute},
+		{"0", "", cfg, 0},
+	}
+	for _, tc := range cases {
+		var env []string
+		if tc.env != "" {
+			env = []string{"REFRETRY_PID_GRACE=" + tc.env}
+		}
+		v, set, err := given(&Options{PIDGrace: tc.flag}, env)
+		if err == nil {
+			v, err = withConfig(v, set, tc.cfg)
+		}
+		if err != nil || v.PIDGrace != tc.want {
+			t.Errorf("flag %q, env %q, config %v: %v (%v), want %v", tc.flag, tc.env, tc.cfg, v.PIDGrace, err, tc.want)
+		}
+	}
+	if _, _, err := given(&Options{PIDGrace: "-1s"}, nil); err == nil || err.Error() != `--pid-grace "-1s": not a non-negative duration such as 500ms, 30s or 2m` {
+		t.Errorf("--pid-grace -1s: %v", err)
 	}
 }

@@ -75,7 +75,7 @@ func (in *invocation) settings() (transaction.Settings, error) {
 	if err := p.Validate(); err != nil {
 		return transaction.Settings{}, err
 	}
-	return transaction.Settings{Policy: p, StaleAfter: v.StaleAfter, BreakStaleLocks: v.BreakStaleLocks}, nil
+	return transaction.Settings{Policy: p, StaleAfter: v.StaleAfter, PIDGrace: v.PIDGrace, BreakStaleLocks: v.BreakStaleLocks}, nil
 }
 
 // log starts the reports of one run of command (internal/report).

@@ -33,7 +33,8 @@ type Options struct {
 	InitialDelay    string   `placeholder:"DURATION" envvar:"REFRETRY_INITIAL_DELAY" gitconfig:"refretry.initialDelay" help:"Delay before the first retry, before jitter."`
 	MaxDelay        string   `placeholder:"DURATION" envvar:"REFRETRY_MAX_DELAY" gitconfig:"refretry.maxDelay" help:"Cap on the delay between attempts."`
 	StaleAfter      string   `placeholder:"DURATION" envvar:"REFRETRY_STALE_AFTER" gitconfig:"refretry.staleAfter" help:"A lock older than this is stale: stop at once instead of waiting."`
-	BreakStaleLocks bool     `envvar:"REFRETRY_BREAK_STALE_LOCKS" gitconfig:"refretry.breakStaleLocks" help:"Remove a lock whose holder is proven dead, or older than --stale-after with no live holder on record, then retry."`
+	PIDGrace        string   `name:"pid-grace" placeholder:"DURATION" envvar:"REFRETRY_PID_GRACE" gitconfig:"refretry.pidGrace" help:"A lock whose ~pid.lock holder is not running here is stale only once older than this: a holder in another container's pid namespace looks the same."`
+	BreakStaleLocks bool     `envvar:"REFRETRY_BREAK_STALE_LOCKS" gitconfig:"refretry.breakStaleLocks" help:"Remove a stale lock (older than --stale-after with no running holder on record, or than --pid-grace with a holder pid not running here), then retry."`
 	Coalesce        bool     `envvar:"REFRETRY_COALESCE" gitconfig:"refretry.coalesce" help:"Let concurrent single-ref updates of one repository be committed together by one git, on the files backend too (on by default for reftable; docs/coalescing.md)."`
 	LogFormat       string   `placeholder:"FORMAT" envvar:"REFRETRY_LOG_FORMAT" gitconfig:"refretry.logFormat" help:"Log format on stderr: auto, text, json, github or gitlab (auto: github or gitlab when detected, else refretry's plain lines)."`
 	LogFile         string   `placeholder:"PATH" envvar:"REFRETRY_LOG_FILE" gitconfig:"refretry.logFile" help:"Also append JSON lines to PATH."`
@@ -48,6 +49,7 @@ type Values struct {
 	InitialDelay    time.Duration
 	MaxDelay        time.Duration
 	StaleAfter      time.Duration
+	PIDGrace        time.Duration // 0: StaleAfter
 	BreakStaleLocks bool
 	Coalesce        bool
 	LogFormat       ci.Format
@@ -365,6 +367,8 @@ func describe(k *kong.Kong) error {
 		switch d := def.Field(o.target).Interface(); {
 		case o.name == "--git":
 			about += "; default: git on PATH"
+		case o.name == "--pid-grace":
+			about += "; default: --stale-after"
 		case d != false && d != "":
 			about += fmt.Sprintf("; default %v", d)
 		}

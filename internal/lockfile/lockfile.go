@@ -1,8 +1,10 @@
 // Package lockfile judges git's lock files (`<name>.lock`, with the `<name>~pid.lock`
-// holder file git 2.53+ may write beside it): how old a held lock is, who holds it, and
-// whether its holder is known to be gone. It removes a lock only when it is still the
-// very file judged stale. Every refretry command that meets a held lock (update-ref,
-// fetch) asks here, so the rule for calling a lock stale is written once.
+// holder file git 2.54+ may write beside it): how old a held lock is, who holds it, and
+// whether it counts as stale ([Rule]). A holder pid that is not running here is no
+// proof on its own, as a holder in another pid namespace looks just the same; it
+// counts once the lock is older than a grace period. It removes a lock only when it
+// is still the very file judged stale. Every refretry command that meets a held lock
+// (update-ref, fetch) asks here, so the rule for calling a lock stale is written once.
 package lockfile
 
 import (
@@ -19,19 +21,88 @@ import (
 	"github.com/refretry/refretry/internal/text"
 )
 
+// Rule is when a held lock counts as stale. A pid is read in this process's pid
+// namespace, as git reads it (kill(pid, 0)): a holder running in another one (another
+// container sharing the repository's volume, or the host seen from a container) looks
+// gone from here while it works. So a holder pid that is not running here proves
+// nothing on its own; it makes a lock stale only once the lock is older than
+// PIDGrace, an age live holders do not reach.
+type Rule struct {
+	// StaleAfter is the age past which a lock is stale unless its ~pid.lock names a
+	// process running here; 0 means that age alone never makes one stale.
+	StaleAfter time.Duration
+	// PIDGrace is the age past which a lock whose ~pid.lock names a process that is
+	// not running here is stale. 0 means StaleAfter: such a lock is then stale no
+	// sooner than one without a ~pid.lock (and, when StaleAfter is 0 too, never for
+	// that reason). A PIDGrace above StaleAfter changes nothing: age alone decides
+	// first.
+	PIDGrace time.Duration
+}
+
+// grace is the age past which an unseen holder makes a lock stale; false when it
+// never does.
+func (r Rule) grace() (time.Duration, bool) {
+	if r.PIDGrace > 0 {
+		return r.PIDGrace, true
+	}
+	return r.StaleAfter, r.StaleAfter > 0
+}
+
+// decide applies the rule to a lock of age whose ~pid.lock names pid (0 when there is
+// none), unseen when no process with that pid runs here. It returns whether the lock
+// is stale and why; for a lock that is not, why not when an unseen holder is the
+// question, else "". A holder that is seen running is the caller's to judge.
+func (r Rule) decide(age time.Duration, pid int, unseen bool) (stale bool, why string) {
+	grace, ok := r.grace()
+	switch {
+	case unseen && ok && age > grace:
+		return true, unseenHolder(pid) + ", and the lock is older than the pid grace of " + grace.String() + containerNote()
+	case r.StaleAfter > 0 && age > r.StaleAfter:
+		why = tooOld(r.StaleAfter)
+		if unseen {
+			why += "; " + unseenHolder(pid)
+		}
+		return true, why
+	case unseen && ok:
+		return false, unseenHolder(pid) + ", but the lock is younger than the pid grace of " + grace.String() +
+			", and a live holder in another pid namespace looks the same from here" + containerNote()
+	case unseen:
+		return false, unseenHolder(pid) + ", but with neither a stale-after limit nor a pid grace that never makes a lock stale" + containerNote()
+	}
+	return false, ""
+}
+
+// ownPIDNamespace is platform.OwnPIDNamespace; tests replace it.
+var ownPIDNamespace = platform.OwnPIDNamespace
+
+// containerNote is what a reason adds when refretry runs in a container.
+func containerNote() string {
+	if !ownPIDNamespace() {
+		return ""
+	}
+	return "; refretry runs in a container's pid namespace, where a holder in another container or on the host cannot be seen"
+}
+
 // Facts are what the file system says about a held lock.
 type Facts struct {
 	Present bool          // the lock was there when looked at
 	Age     time.Duration // since its last modification
 	PID     int           // its holder, from the ~pid.lock file; 0 when none was readable
-	Stale   bool          // its holder is known to be gone
-	Reason  string        // why it is stale, in words; "" when it is not
+	// Unseen is set when no process with PID runs in this pid namespace: the holder
+	// ended, or it runs in another pid namespace.
+	Unseen bool
+	Stale  bool   // it counts as stale under the rule
+	Reason string // why it is stale, in words; "" when it is not
+	// Wait says, for a lock that is not stale although its holder is unseen, why it is
+	// still waited for; "" otherwise.
+	Wait string
 }
 
-// Inspect looks at lock now. A lock whose ~pid.lock names a process this host does not
-// have, or one older than staleAfter (when staleAfter > 0), is stale. A lock that is not
+// Inspect looks at lock now, under rule. A lock is stale when its ~pid.lock names a
+// process that this pid namespace does not have and it is older than the rule's pid
+// grace, or when it is older than the rule's stale-after limit. A lock that is not
 // there is not stale: the contention it caused is over.
-func Inspect(lock string, staleAfter time.Duration, now time.Time) Facts {
+func Inspect(lock string, rule Rule, now time.Time) Facts {
 	var f Facts
 	fi, err := os.Stat(lock)
 	if err != nil {
@@ -39,13 +110,13 @@ func Inspect(lock string, staleAfter time.Duration, now time.Time) Facts {
 	}
 	f.Present, f.Age = true, now.Sub(fi.ModTime())
 	if pid, ok := readPIDFile(PIDFile(lock)); ok {
-		f.PID = pid
-		if platform.ProcessGone(pid) {
-			f.Stale, f.Reason = true, deadHolder(pid)
-		}
+		f.PID, f.Unseen = pid, platform.ProcessGone(pid)
 	}
-	if !f.Stale && staleAfter > 0 && f.Age > staleAfter {
-		f.Stale, f.Reason = true, tooOld(staleAfter)
+	stale, why := rule.decide(f.Age, f.PID, f.Unseen)
+	if stale {
+		f.Stale, f.Reason = true, why
+	} else {
+		f.Wait = why
 	}
 	return f
 }
@@ -53,8 +124,8 @@ func Inspect(lock string, staleAfter time.Duration, now time.Time) Facts {
 // PIDFile is the holder file git writes beside lock: "x.lock" has "x~pid.lock".
 func PIDFile(lock string) string { return strings.TrimSuffix(lock, ".lock") + "~pid.lock" }
 
-func deadHolder(pid int) string {
-	return "its holder, process " + strconv.Itoa(pid) + " (from the ~pid.lock file), is no longer running"
+func unseenHolder(pid int) string {
+	return "its holder, process " + strconv.Itoa(pid) + " (from the ~pid.lock file), is not running here"
 }
 
 func tooOld(staleAfter time.Duration) string {
@@ -95,10 +166,11 @@ type NotStaleError struct{ Reason string }
 
 func (e *NotStaleError) Error() string { return "not removed: " + e.Reason }
 
-// Break removes lock, and its ~pid.lock, if and only if it is still stale when looked
-// at again now: the ~pid.lock names a process that no longer exists on this host, or
-// there is no live holder on record and the lock is older than staleAfter. A ~pid.lock
-// naming a live process always protects the lock, whatever its age. Just before each
+// Break removes lock, and its ~pid.lock, if and only if it is still stale under rule
+// when looked at again now: the ~pid.lock names a process that this pid namespace does
+// not have and the lock is older than the rule's pid grace, or there is no live holder
+// on record and the lock is older than the rule's stale-after limit. A ~pid.lock
+// naming a running process always protects the lock, whatever its age. Just before each
 // removal the file is looked up again and removed only if it is the very file inspected
 // (same device, inode, size and modification time), so a lock that a new holder took
 // meanwhile is never touched.
@@ -106,8 +178,8 @@ func (e *NotStaleError) Error() string { return "not removed: " + e.Reason }
 // It returns ErrGone when there is no lock any more (the contention is over),
 // ErrChanged when a different file now holds the name, a *NotStaleError when the lock
 // is not provably stale, and any other error when the removal failed.
-func Break(lock string, staleAfter time.Duration, now time.Time) (Broken, error) {
-	v, err := Judge(lock, staleAfter, now)
+func Break(lock string, rule Rule, now time.Time) (Broken, error) {
+	v, err := Judge(lock, rule, now)
 	if err != nil {
 		return v.Broken, err
 	}
@@ -123,7 +195,7 @@ type Verdict struct {
 }
 
 // Judge is Break's first half: whether lock is stale now, and what it is.
-func Judge(lock string, staleAfter time.Duration, now time.Time) (Verdict, error) {
+func Judge(lock string, rule Rule, now time.Time) (Verdict, error) {
 	b := Broken{Lock: lock}
 	fi, err := os.Lstat(lock)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -139,17 +211,21 @@ func Judge(lock string, staleAfter time.Duration, now time.Time) (Verdict, error
 	pidPath := PIDFile(lock)
 	pfi, _ := os.Lstat(pidPath)
 	pid, hasPID := readPIDFile(pidPath)
-	switch {
-	case hasPID && platform.ProcessGone(pid):
-		b.PID = pid
-		b.Reason = deadHolder(pid)
-	case hasPID:
+	unseen := hasPID && platform.ProcessGone(pid)
+	if hasPID && !unseen {
 		return Verdict{Broken: b}, &NotStaleError{Reason: "its ~pid.lock names process " + strconv.Itoa(pid) + ", which is running"}
-	case staleAfter > 0 && b.Age > staleAfter:
-		b.Reason = tooOld(staleAfter)
-	default:
+	}
+	stale, why := rule.decide(b.Age, pid, unseen)
+	switch {
+	case !stale && why != "":
+		return Verdict{Broken: b}, &NotStaleError{Reason: why}
+	case !stale:
 		return Verdict{Broken: b}, &NotStaleError{Reason: "its holder is not known to be gone and it is younger than the stale-after limit"}
 	}
+	if hasPID {
+		b.PID = pid
+	}
+	b.Reason = why
 	return Verdict{Broken: b, lockInfo: fi, pidInfo: pfi, pidPath: pidPath}, nil
 }
 

@@ -43,30 +43,60 @@ func lockWithPID(t *testing.T, dir string, age time.Duration, pid int) (lock, pi
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
-// TestBreakLock: Break removes a lock only when its holder is proven dead or it is
-// old with no live holder on record, and never a lock whose ~pid.lock names a running
-// process, however old.
+// onHost makes the reasons those of a refretry in the host's pid namespace, whatever
+// namespace the test runs in, so that they can be compared whole.
+func onHost(t *testing.T) {
+	t.Helper()
+	saved := ownPIDNamespace
+	ownPIDNamespace = func() bool { return false }
+	t.Cleanup(func() { ownPIDNamespace = saved })
+}
+
+// TestBreakLock: Break removes a lock only when it is stale under the rule: its holder
+// pid is not running here and it is older than the pid grace, or it is older than the
+// stale-after limit with no running holder on record. A lock whose ~pid.lock names a
+// running process is never removed, however old; nor is a young one whose holder pid
+// cannot be seen, as a live holder in another pid namespace looks the same.
 func TestBreakLock(t *testing.T) {
+	onHost(t)
 	dead := deadPID(t)
 	live := os.Getpid()
+	unseen := fmt.Sprintf("its holder, process %d (from the ~pid.lock file), is not running here", dead)
+	def := Rule{StaleAfter: 2 * time.Minute}
 	cases := []struct {
 		name       string
+		rule       Rule
 		age        time.Duration
 		pid        int
 		removed    bool
-		reasonPart string
+		wantReason string // the whole reason, or, for a NotStaleError, a part
 	}{
-		{"dead holder, young", time.Second, dead, true, fmt.Sprintf("process %d (from the ~pid.lock file), is no longer running", dead)},
-		{"no pid file, old", time.Hour, 0, true, "older than the stale-after limit of 2m0s"},
-		{"live holder, young", time.Second, live, false, "which is running"},
-		{"live holder, old", time.Hour, live, false, "which is running"},
-		{"no pid file, young", time.Second, 0, false, "younger than the stale-after limit"},
+		{"unseen holder, young", def, time.Second, dead, false,
+			unseen + ", but the lock is younger than the pid grace of 2m0s, and a live holder in another pid namespace looks the same from here"},
+		{"unseen holder, younger than a short grace", Rule{StaleAfter: time.Hour, PIDGrace: time.Minute}, 50 * time.Second, dead, false,
+			"younger than the pid grace of 1m0s"},
+		{"unseen holder, older than the grace (the stale-after limit)", def, 3 * time.Minute, dead, true,
+			unseen + ", and the lock is older than the pid grace of 2m0s"},
+		{"unseen holder, older than a short grace", Rule{StaleAfter: time.Hour, PIDGrace: time.Minute}, 2 * time.Minute, dead, true,
+			unseen + ", and the lock is older than the pid grace of 1m0s"},
+		{"unseen holder, grace without a stale-after limit", Rule{PIDGrace: time.Minute}, 2 * time.Minute, dead, true,
+			unseen + ", and the lock is older than the pid grace of 1m0s"},
+		{"unseen holder, older than stale-after below a longer grace", Rule{StaleAfter: 2 * time.Minute, PIDGrace: time.Hour}, 3 * time.Minute, dead, true,
+			"it is older than the stale-after limit of 2m0s; " + unseen},
+		{"unseen holder, no limit at all", Rule{}, time.Hour, dead, false,
+			unseen + ", but with neither a stale-after limit nor a pid grace that never makes a lock stale"},
+		{"no pid file, old", def, time.Hour, 0, true, "it is older than the stale-after limit of 2m0s"},
+		{"no pid file, older than the grace only", Rule{StaleAfter: time.Hour, PIDGrace: time.Minute}, 2 * time.Minute, 0, false,
+			"its holder is not known to be gone and it is younger than the stale-after limit"},
+		{"live holder, young", def, time.Second, live, false, "which is running"},
+		{"live holder, old", def, time.Hour, live, false, "which is running"},
+		{"no pid file, young", def, time.Second, 0, false, "younger than the stale-after limit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			lock, pidFile := lockWithPID(t, dir, tc.age, tc.pid)
-			b, err := Break(lock, 2*time.Minute, time.Now())
+			b, err := Break(lock, tc.rule, time.Now())
 			if tc.removed {
 				if err != nil {
 					t.Fatalf("Break: %v", err)
@@ -74,21 +104,21 @@ func TestBreakLock(t *testing.T) {
 				if exists(lock) || exists(pidFile) {
 					t.Errorf("lock or pid file left: %v %v", exists(lock), exists(pidFile))
 				}
-				if !strings.Contains(b.Reason, tc.reasonPart) {
-					t.Errorf("reason %q, want it to contain %q", b.Reason, tc.reasonPart)
+				if b.Reason != tc.wantReason {
+					t.Errorf("reason %q\nwant %q", b.Reason, tc.wantReason)
 				}
 				wantPIDFile := ""
 				if tc.pid > 0 {
 					wantPIDFile = pidFile
 				}
-				if b.PIDFile != wantPIDFile || b.Lock != lock {
-					t.Errorf("removed %q and %q, want %q and %q", b.Lock, b.PIDFile, lock, wantPIDFile)
+				if b.PIDFile != wantPIDFile || b.Lock != lock || b.PID != tc.pid {
+					t.Errorf("removed %q and %q (pid %d), want %q and %q (pid %d)", b.Lock, b.PIDFile, b.PID, lock, wantPIDFile, tc.pid)
 				}
 				return
 			}
 			var ns *NotStaleError
-			if !errors.As(err, &ns) || !strings.Contains(ns.Reason, tc.reasonPart) {
-				t.Fatalf("Break: %v, want a NotStaleError saying %q", err, tc.reasonPart)
+			if !errors.As(err, &ns) || !strings.Contains(ns.Reason, tc.wantReason) {
+				t.Fatalf("Break: %v, want a NotStaleError saying %q", err, tc.wantReason)
 			}
 			if !exists(lock) || tc.pid > 0 && !exists(pidFile) {
 				t.Errorf("a lock that is not provably stale was touched")
@@ -97,13 +127,72 @@ func TestBreakLock(t *testing.T) {
 	}
 }
 
+// TestInspect: Inspect and Break apply one rule. Inspect also calls a lock stale by
+// age when its ~pid.lock names a running process (refretry then stops instead of
+// waiting for a holder stuck that long; Break still refuses to remove it), and says
+// why a lock whose holder cannot be seen is still waited for.
+func TestInspect(t *testing.T) {
+	dead := deadPID(t)
+	live := os.Getpid()
+	def := Rule{StaleAfter: 2 * time.Minute}
+	cases := []struct {
+		name               string
+		age                time.Duration
+		pid                int
+		stale, unseen, why bool
+	}{
+		{"unseen holder, young", time.Second, dead, false, true, true},
+		{"unseen holder, old", time.Hour, dead, true, true, false},
+		{"live holder, young", time.Second, live, false, false, false},
+		{"live holder, old", time.Hour, live, true, false, false},
+		{"no pid file, young", time.Second, 0, false, false, false},
+		{"no pid file, old", time.Hour, 0, true, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lock, _ := lockWithPID(t, t.TempDir(), tc.age, tc.pid)
+			f := Inspect(lock, def, time.Now())
+			if !f.Present || f.PID != tc.pid || f.Stale != tc.stale || f.Unseen != tc.unseen ||
+				(f.Reason != "") != tc.stale || (f.Wait != "") != tc.why {
+				t.Errorf("Inspect: %+v; want stale %v, unseen %v, a wait reason %v", f, tc.stale, tc.unseen, tc.why)
+			}
+		})
+	}
+	if f := Inspect(filepath.Join(t.TempDir(), "x.lock"), def, time.Now()); f != (Facts{}) {
+		t.Errorf("Inspect of no lock: %+v", f)
+	}
+}
+
+// TestContainerNote: when refretry runs in a container's pid namespace, every reason
+// that rests on an unseen holder says that holders elsewhere cannot be seen.
+func TestContainerNote(t *testing.T) {
+	saved := ownPIDNamespace
+	ownPIDNamespace = func() bool { return true }
+	t.Cleanup(func() { ownPIDNamespace = saved })
+	const note = "; refretry runs in a container's pid namespace, where a holder in another container or on the host cannot be seen"
+	dead := deadPID(t)
+	def := Rule{StaleAfter: 2 * time.Minute}
+	young, _ := lockWithPID(t, t.TempDir(), time.Second, dead)
+	if f := Inspect(young, def, time.Now()); f.Stale || !strings.HasSuffix(f.Wait, note) {
+		t.Errorf("young lock: %+v; want it waited for, with the note", f)
+	}
+	old, _ := lockWithPID(t, t.TempDir(), time.Hour, dead)
+	if f := Inspect(old, def, time.Now()); !f.Stale || !strings.HasSuffix(f.Reason, note) {
+		t.Errorf("old lock: %+v; want it stale, with the note", f)
+	}
+	noPID, _ := lockWithPID(t, t.TempDir(), time.Hour, 0)
+	if f := Inspect(noPID, def, time.Now()); !f.Stale || strings.Contains(f.Reason, note) {
+		t.Errorf("old lock without a pid: %+v; want it stale, without the note", f)
+	}
+}
+
 // TestBreakLockReplaced: a lock that a new holder took between the inspection and the
 // removal (a different inode under the same name) is left alone, as is its ~pid.lock.
 func TestBreakLockReplaced(t *testing.T) {
 	dir := t.TempDir()
-	lock, pidFile := lockWithPID(t, dir, time.Second, deadPID(t))
+	lock, pidFile := lockWithPID(t, dir, time.Hour, deadPID(t))
 	live := []byte(fmt.Sprintf("pid %d\n", os.Getpid()))
-	v, err := Judge(lock, 2*time.Minute, time.Now())
+	v, err := Judge(lock, Rule{StaleAfter: 2 * time.Minute}, time.Now())
 	if err != nil {
 		t.Fatalf("Judge: %v", err)
 	}
@@ -127,7 +216,7 @@ func TestBreakLockReplaced(t *testing.T) {
 
 // TestBreakLockGone: a lock that disappears is reported as gone, not as an error.
 func TestBreakLockGone(t *testing.T) {
-	_, err := Break(filepath.Join(t.TempDir(), "x.lock"), time.Minute, time.Now())
+	_, err := Break(filepath.Join(t.TempDir(), "x.lock"), Rule{StaleAfter: time.Minute}, time.Now())
 	if !errors.Is(err, ErrGone) {
 		t.Fatalf("Break: %v, want ErrGone", err)
 	}

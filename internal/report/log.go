@@ -215,6 +215,10 @@ func (l *Log) finalLine(err error) {
 		fmt.Fprintf(l.c.Stderr, "refretry: gave up after %s in %v (%s); last failure: %s\n",
 			attempts(max(l.count, exhausted.Attempts)), exhausted.Elapsed.Round(time.Millisecond), exhausted.Reason,
 			reason(exhausted.Err))
+		// Why a lock that git or its ~pid.lock calls abandoned was waited for.
+		if errors.As(exhausted.Err, &f) && f.Advice() != "" {
+			fmt.Fprintf(l.c.Stderr, "refretry: %s\n", f.Advice())
+		}
 	case errors.As(err, &f):
 		if advice := f.Advice(); advice != "" {
 			fmt.Fprintf(l.c.Stderr, "refretry: %s\n", advice)
@@ -268,6 +272,9 @@ func (l *Log) summary(code int, elapsed time.Duration, err error) ci.Summary {
 		s.Result, s.Advice = ci.ResultError, "not retried: "+resolve.Err.Error()
 	case exhausted != nil:
 		s.Result, s.Reason, s.Attempts = ci.ResultGaveUp, string(exhausted.Reason), max(s.Attempts, exhausted.Attempts)
+		if f != nil {
+			s.Advice = f.Advice()
+		}
 	case f != nil && f.Kind() == "stale-lock":
 		s.Result, s.Advice = ci.ResultStaleLock, f.Advice()
 	case f != nil:

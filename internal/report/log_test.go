@@ -15,6 +15,7 @@ import (
 // failure is a Failure as a command's error type gives it.
 type failure struct {
 	kind, line, lock, advice string
+	pid                      int // the holder's pid
 }
 
 func (f *failure) Error() string { return f.line }
@@ -27,7 +28,7 @@ func (f *failure) Reason() string {
 	}
 	return f.kind + ": " + f.line
 }
-func (f *failure) Held() (string, time.Duration, int) { return f.lock, time.Second, 0 }
+func (f *failure) Held() (string, time.Duration, int) { return f.lock, time.Second, f.pid }
 func (f *failure) Advice() string                     { return f.advice }
 
 var contention = &failure{kind: "lock-contention", line: "cannot lock references", lock: "/r/.git/reftable/tables.list.lock"}
@@ -94,6 +95,24 @@ func TestFinalLines(t *testing.T) {
 		if stderr.String() != tc.want {
 			t.Errorf("%v: %q, want %q", tc.err, stderr.String(), tc.want)
 		}
+	}
+}
+
+// TestUnseenHolder: a run that gave up waiting for a lock whose holder pid is not
+// running here says, after the gave-up line, why the lock was still waited for.
+func TestUnseenHolder(t *testing.T) {
+	held := &failure{kind: "lock-contention", line: "Unable to create '/r/x.lock': File exists.", lock: "/r/x.lock",
+		pid: 4242, advice: "lock /r/x.lock (age 1s, holder pid 4242): its holder, process 4242, is not running here, but …"}
+	ex := &retry.ExhaustedError{Attempts: 1, Elapsed: time.Second, Reason: retry.ReasonDeadline, Err: held}
+
+	var plain strings.Builder
+	l := Start(Config{Command: "update-ref", Stderr: &plain})
+	l.Attempt(retry.Attempt{Number: 1, Err: held, Final: true})
+	l.Finish(128, ex, noRefs(t))
+	want := "refretry: gave up after 1 attempt in 1s (deadline); last failure: lock-contention on /r/x.lock\n" +
+		"refretry: " + held.advice + "\n"
+	if plain.String() != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", plain.String(), want)
 	}
 }
 
