@@ -118,6 +118,7 @@ func (f fields) attempt() Attempt {
 		Number: f.int(KeyAttempt), Duration: f.dur(KeyDurationMS), ExitCode: f.int(KeyExitCode),
 		Class: f.str(KeyClass), Error: f.str(KeyError), Lock: f.str(KeyLock),
 		LockAge: f.dur(KeyLockAgeMS), HolderPID: f.int(KeyHolderPID),
+		HolderUnseen: f.bool(KeyHolderUnseen), PIDNamespace: f.str(KeyPIDNamespace),
 		Delay: f.dur(KeyDelayMS), Final: f.bool(KeyFinal),
 	}
 }

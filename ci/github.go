@@ -95,7 +95,8 @@ func (h *GitHubHandler) Handle(_ context.Context, r slog.Record) error {
 
 // attemptLine describes an attempt in full, for the CI formats' collapsed sections:
 // "attempt 2: exit 128, lock-contention on <lock> (age 1.2s, holder pid 42) after
-// 1.003s; retrying in 40ms".
+// 1.003s; retrying in 40ms", or "(age 1.2s, holder pid 42 not running here)" when no
+// such process can be seen.
 func attemptLine(a Attempt) string {
 	took := a.Duration.Round(time.Millisecond)
 	if a.Class == "" {
@@ -107,7 +108,14 @@ func attemptLine(a Attempt) string {
 		facts = append(facts, "age "+a.LockAge.Round(time.Millisecond).String())
 	}
 	if a.HolderPID > 0 {
-		facts = append(facts, fmt.Sprintf("holder pid %d", a.HolderPID))
+		holder := fmt.Sprintf("holder pid %d", a.HolderPID)
+		switch {
+		case a.HolderUnseen && a.PIDNamespace == "container":
+			holder += " not seen from this container"
+		case a.HolderUnseen:
+			holder += " not running here"
+		}
+		facts = append(facts, holder)
 	}
 	if len(facts) > 0 {
 		s += " (" + strings.Join(facts, ", ") + ")"

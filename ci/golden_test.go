@@ -74,6 +74,27 @@ var scenarios = map[string]scenario{
 			Lock: "/work/repo/.git/reftable/tables.list.lock", Updates: 1, Refs: []string{"refs/heads/main"},
 			GitVersion: "2.55.0", RefBackend: "reftable"},
 	},
+	// A lock whose ~pid.lock names a pid not running here, seen from a container: still
+	// waited for, as a holder in another container would look the same.
+	"give-up-unseen-holder": {
+		attempts: []Attempt{
+			{Number: 1, Duration: 1002 * time.Millisecond, ExitCode: 128, Class: "lock-contention",
+				Error: "cannot lock ref 'refs/heads/main': Unable to create '" + lock + "': File exists.",
+				Lock:  lock, LockAge: 1100 * time.Millisecond, HolderPID: 999999, HolderUnseen: true,
+				PIDNamespace: "container", Delay: 8 * time.Millisecond},
+			{Number: 2, Duration: 1995 * time.Millisecond, ExitCode: 128, Class: "lock-contention",
+				Error: "cannot lock ref 'refs/heads/main': Unable to create '" + lock + "': File exists.",
+				Lock:  lock, LockAge: 3105 * time.Millisecond, HolderPID: 999999, HolderUnseen: true,
+				PIDNamespace: "container", Final: true},
+		},
+		stderr: "fatal: update_ref failed for ref 'refs/heads/main': cannot lock ref 'refs/heads/main': Unable to create '" + lock + "': File exists.\n\nLock was held by process 999999, which is no longer running; the lock file appears to be stale\n",
+		summary: Summary{Result: ResultGaveUp, ExitCode: 128, Attempts: 2, Elapsed: 3006 * time.Millisecond,
+			Reason: "deadline", Class: "lock-contention", Error: "cannot lock ref 'refs/heads/main': Unable to create '" + lock + "': File exists.",
+			Lock: lock, Updates: 1, Refs: []string{"refs/heads/main"}, GitVersion: "2.55.0", RefBackend: "files",
+			Advice: "lock " + lock + " (age 3s, holder pid 999999): its holder, process 999999 (from the ~pid.lock file), is not running here, " +
+				"but the lock is younger than the pid grace of 2m0s, and a live holder in another pid namespace looks the same from here; " +
+				"refretry runs in a container's pid namespace, where a holder in another container or on the host cannot be seen"},
+	},
 	"stale-lock": {
 		attempts: []Attempt{{Number: 1, Duration: 1002 * time.Millisecond, ExitCode: 128, Class: "stale-lock",
 			Error: "cannot lock ref 'refs/heads/main': Unable to create '" + lock + "': File exists.",

@@ -31,6 +31,8 @@ const (
 	KeyLock          = "lock"
 	KeyLockAgeMS     = "lock_age_ms"
 	KeyHolderPID     = "holder_pid"
+	KeyHolderUnseen  = "holder_unseen"
+	KeyPIDNamespace  = "pid_namespace"
 	KeyDelayMS       = "delay_ms"
 	KeyFinal         = "final"
 	KeyResult        = "result"
@@ -66,6 +68,13 @@ type Attempt struct {
 	Lock      string
 	LockAge   time.Duration
 	HolderPID int
+	// HolderUnseen says that no process HolderPID runs where refretry can see it: the
+	// holder ended, or it runs in another pid namespace, where it may still work.
+	HolderUnseen bool
+	// PIDNamespace is "container" when refretry runs in a pid namespace other than
+	// the host's, where holders in other containers or on the host cannot be seen;
+	// "" otherwise. Recorded only with HolderUnseen.
+	PIDNamespace string
 	// Delay is the pause before the next attempt; zero when none follows.
 	Delay time.Duration
 	Final bool // no attempt follows
@@ -148,6 +157,12 @@ func (a Attempt) attrs() []slog.Attr {
 	}
 	if a.HolderPID > 0 {
 		attrs = append(attrs, slog.Int(KeyHolderPID, a.HolderPID))
+	}
+	if a.HolderUnseen {
+		attrs = append(attrs, slog.Bool(KeyHolderUnseen, true))
+		if a.PIDNamespace != "" {
+			attrs = append(attrs, slog.String(KeyPIDNamespace, bound(a.PIDNamespace, 64)))
+		}
 	}
 	if a.Delay > 0 {
 		attrs = append(attrs, slog.Float64(KeyDelayMS, ms(a.Delay)))

@@ -138,6 +138,9 @@ func (e *Error) Held() (lock string, age time.Duration, pid int) {
 	return "", 0, 0
 }
 
+// HolderUnseen is false: a pid in the server's message is the server's to judge.
+func (e *Error) HolderUnseen() bool { return false }
+
 // Advice says, for a stale lock on the remote, that it must be removed there, and for
 // a remote without atomic pushes, how to push without; git's output says all there is
 // to say about any other failure ("").

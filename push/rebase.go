@@ -162,5 +162,8 @@ func (e *RebaseError) Reason() string { return e.Line() }
 // Held is no lock.
 func (e *RebaseError) Held() (string, time.Duration, int) { return "", 0, 0 }
 
+// HolderUnseen is false: there is no lock.
+func (e *RebaseError) HolderUnseen() bool { return false }
+
 // Advice is the whole error: git's output does not say what refretry did.
 func (e *RebaseError) Advice() string { return e.Error() }

@@ -132,6 +132,13 @@ func (e *Error) Held() (lock string, age time.Duration, pid int) {
 	return "", 0, 0
 }
 
+// HolderUnseen reports that the held lock's holder pid is not running in refretry's
+// pid namespace (LockedError.HolderUnseen).
+func (e *Error) HolderUnseen() bool {
+	var l *LockedError
+	return errors.As(e, &l) && l.HolderUnseen
+}
+
 // Advice says, for a stale lock, whose it is, how old, and how to remove it; for a
 // held lock whose holder pid is not running here, why it was still waited for. git's
 // own message says all there is to say about any other failure ("").

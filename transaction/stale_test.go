@@ -74,6 +74,9 @@ func TestCheckStaleUnseenHolder(t *testing.T) {
 			if a := e.Advice(); !strings.Contains(a, tc.want) || !strings.Contains(a, fmt.Sprintf("holder pid %d", pid)) {
 				t.Errorf("advice %q: want the holder pid and %q", a, tc.want)
 			}
+			if !e.HolderUnseen() {
+				t.Error("HolderUnseen() is false")
+			}
 		})
 	}
 }

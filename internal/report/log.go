@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/ci"
+	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/text"
 	"github.com/refretry/refretry/retry"
 )
@@ -243,6 +244,12 @@ func attemptRecord(a retry.Attempt) ci.Attempt {
 	case errors.As(a.Err, &f):
 		rec.ExitCode, rec.Class, rec.Error = f.Exit(), f.Kind(), f.Line()
 		rec.Lock, rec.LockAge, rec.HolderPID = f.Held()
+		if rec.HolderPID > 0 && f.HolderUnseen() {
+			rec.HolderUnseen = true
+			if platform.OwnPIDNamespace() {
+				rec.PIDNamespace = "container"
+			}
+		}
 	default:
 		rec.ExitCode, rec.Class, rec.Error = ExitFatal, "other", text.FirstLine(a.Err.Error())
 		if _, missing := gitMissing(a.Err); missing {

@@ -9,13 +9,15 @@ import (
 
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/retry"
 )
 
 // failure is a Failure as a command's error type gives it.
 type failure struct {
 	kind, line, lock, advice string
-	pid                      int // the holder's pid
+	pid                      int  // the holder's pid
+	unseen                   bool // no process pid runs here
 }
 
 func (f *failure) Error() string { return f.line }
@@ -29,6 +31,7 @@ func (f *failure) Reason() string {
 	return f.kind + ": " + f.line
 }
 func (f *failure) Held() (string, time.Duration, int) { return f.lock, time.Second, f.pid }
+func (f *failure) HolderUnseen() bool                 { return f.unseen }
 func (f *failure) Advice() string                     { return f.advice }
 
 var contention = &failure{kind: "lock-contention", line: "cannot lock references", lock: "/r/.git/reftable/tables.list.lock"}
@@ -99,10 +102,11 @@ func TestFinalLines(t *testing.T) {
 }
 
 // TestUnseenHolder: a run that gave up waiting for a lock whose holder pid is not
-// running here says, after the gave-up line, why the lock was still waited for.
+// running here says, after the gave-up line, why the lock was still waited for; the
+// attempt records say the holder was unseen, and the summary carries the same advice.
 func TestUnseenHolder(t *testing.T) {
 	held := &failure{kind: "lock-contention", line: "Unable to create '/r/x.lock': File exists.", lock: "/r/x.lock",
-		pid: 4242, advice: "lock /r/x.lock (age 1s, holder pid 4242): its holder, process 4242, is not running here, but …"}
+		pid: 4242, unseen: true, advice: "lock /r/x.lock (age 1s, holder pid 4242): its holder, process 4242, is not running here, but …"}
 	ex := &retry.ExhaustedError{Attempts: 1, Elapsed: time.Second, Reason: retry.ReasonDeadline, Err: held}
 
 	var plain strings.Builder
@@ -114,6 +118,35 @@ func TestUnseenHolder(t *testing.T) {
 	if plain.String() != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", plain.String(), want)
 	}
+
+	var logged strings.Builder
+	l = Start(Config{Command: "update-ref", Stderr: &logged, Format: ci.JSON})
+	l.Attempt(retry.Attempt{Number: 1, Err: held, Final: true})
+	l.Finish(128, ex, func() Refs { return Refs{Updates: -1} })
+	out := logged.String()
+	ns := ""
+	if platform.OwnPIDNamespace() {
+		ns = `,"pid_namespace":"container"`
+	}
+	for _, want := range []string{`"holder_pid":4242,"holder_unseen":true` + ns + `,"final":true`, `"advice":"lock /r/x.lock (age 1s`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("records lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(plainLines(out), "refretry: lock") {
+		t.Errorf("a plain advice line beside json records:\n%s", out)
+	}
+}
+
+// plainLines are the lines of out that are not JSON records.
+func plainLines(out string) string {
+	var b strings.Builder
+	for line := range strings.Lines(out) {
+		if !strings.HasPrefix(line, "{") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 // TestRecordsNameCommand: with a format asked for, the records and lines name the

@@ -32,6 +32,9 @@ type Failure interface {
 	// Held is the lock another process holds, when that is the failure: its path
 	// (empty when unknown), its age and its holder's pid (0 when unknown).
 	Held() (lock string, age time.Duration, pid int)
+	// HolderUnseen reports that no process with the pid Held names runs in
+	// refretry's pid namespace: the holder ended, or it runs in another one.
+	HolderUnseen() bool
 	// Advice is refretry's own line about a final failure that git's output does not
 	// explain (a stale lock: whose, how old, how to remove it); empty when git's
 	// output says it all.
