@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/text"
 
 	"github.com/refretry/refretry/internal/testutil"
@@ -159,7 +160,12 @@ func hold(t *testing.T, r *testutil.Repo, config []string, commands string) *hol
 	for _, c := range config {
 		args = append(args, "-c", c)
 	}
-	cmd := commandIn(r, r.Git.Path, append(args, "update-ref", "--stdin")...)
+	return holdWith(t, commandIn(r, r.Git.Path, append(args, "update-ref", "--stdin")...), commands)
+}
+
+// holdWith is hold for cmd, a git update-ref --stdin however it is started.
+func holdWith(t *testing.T, cmd *exec.Cmd, commands string) *holder {
+	t.Helper()
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var errOut syncBuffer
@@ -688,6 +694,230 @@ func TestBreakStaleLocksLiveHolder(t *testing.T) {
 				t.Errorf("%s = %q, want %s", ref, got, other)
 			}
 		})
+	}
+}
+
+// letGoLater runs release 2.5 s from now, while refretry waits for a held lock. The
+// function it returns waits for release to have run, or runs it at once if it is not
+// due yet, and reports whether it ran when due.
+func letGoLater(release func()) (ended func() (onTime bool)) {
+	done := make(chan struct{})
+	timer := time.AfterFunc(2500*time.Millisecond, func() { release(); close(done) })
+	return func() bool {
+		if timer.Stop() {
+			release()
+			return false
+		}
+		<-done
+		return true
+	}
+}
+
+// unseenPID names no process: it is above the kernel's PID_MAX_LIMIT (as in the
+// fixtures of scripts/capture-fixtures.sh).
+const unseenPID = 4194304
+
+// TestYoungLockUnseenHolder (#15, the measured case): a new lock whose ~pid.lock names
+// a pid no process here has. git 2.55 calls its holder "no longer running"; so would a
+// live holder in another container look. With or without --break-stale-locks,
+// refretry neither removes the lock nor stops: it retries, and the update lands once
+// the holder lets the lock go.
+func TestYoungLockUnseenHolder(t *testing.T) {
+	t.Parallel()
+	for _, bc := range backends(t) {
+		for _, breaking := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/%s/break=%v", bc.git.Name(), bc.backend, breaking), func(t *testing.T) {
+				t.Parallel()
+				r := testutil.NewRepo(t, bc.git, bc.backend)
+				ref := "refs/heads/x"
+				lock := r.LockPath(ref)
+				release := r.Hold(lock)
+				pidFile := strings.TrimSuffix(lock, ".lock") + "~pid.lock"
+				if err := os.WriteFile(pidFile, []byte(fmt.Sprintf("pid %d\n", unseenPID)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				fi, _ := os.Stat(lock)
+				let := letGoLater(func() {
+					if fi2, err := os.Stat(lock); err != nil || !os.SameFile(fi, fi2) {
+						t.Errorf("the lock was touched: %v", err)
+					}
+					os.Remove(pidFile)
+					release()
+				})
+				args := []string{"--timeout", "60s", ref, r.Commit}
+				if breaking {
+					args = append([]string{"--break-stale-locks"}, args...)
+				}
+				res := runIn(t, r, "", "refretry", args...)
+				if !let() {
+					t.Errorf("refretry ended before the holder let the lock go")
+				}
+				if res.code != 0 || res.stdout != "" || strings.Contains(res.stderr, "stale lock") ||
+					!strings.HasPrefix(res.stderr, "refretry: attempt 1 failed (lock-contention on "+lock+"); retrying in ") {
+					t.Errorf("exit %d, stdout %q, stderr %q; want success after retries, no stale lock", res.code, res.stdout, res.stderr)
+				}
+				for _, line := range strings.Split(strings.TrimSpace(res.stderr), "\n") {
+					if !strings.HasPrefix(line, "refretry: attempt ") {
+						t.Errorf("line %q: want only retry lines", line)
+					}
+				}
+				if got := r.Refs(ref)[ref]; got != r.Commit {
+					t.Errorf("%s = %q, want %s", ref, got, r.Commit)
+				}
+			})
+		}
+	}
+}
+
+// unshareCommand is unshare(1) when it can make a pid namespace here (it needs root,
+// or a user namespace); the test is skipped otherwise.
+func unshareCommand(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skipf("no unshare(1) to make a pid namespace: %v", err)
+	}
+	if out, err := exec.Command(path, "--pid", "--fork", "true").CombinedOutput(); err != nil {
+		t.Skipf("unshare --pid --fork is not permitted here (%v): %s", err, out)
+	}
+	return path
+}
+
+// freePID is a pid that no process in this pid namespace has, high enough that a
+// fresh namespace would not reach it by itself.
+func freePID(t *testing.T) int {
+	t.Helper()
+	max := 32768
+	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			max = n
+		}
+	}
+	for pid := max - 100; pid > max/2; pid-- {
+		if platform.ProcessGone(pid) {
+			return pid
+		}
+	}
+	t.Skip("no free pid found")
+	return 0
+}
+
+// holdInPIDNamespace is hold with core.lockfilePid, in a new pid namespace: a shell
+// there (pid 1) sets the namespace's last pid so that git gets a pid no process here
+// has, and runs it. It returns the holder and the pid its ~pid.lock names.
+func holdInPIDNamespace(t *testing.T, unshare string, r *testutil.Repo, ref, commands string) (*holder, int) {
+	t.Helper()
+	want := freePID(t)
+	cmd := commandIn(r, unshare, "--pid", "--fork", "sh", "-c",
+		`echo "$0" >/proc/sys/kernel/ns_last_pid && "$1" -c core.lockfilePid=true update-ref --stdin`,
+		strconv.Itoa(want-1), r.Git.Path)
+	h := holdWith(t, cmd, commands)
+	b, err := os.ReadFile(strings.TrimSuffix(r.LockPath(ref), ".lock") + "~pid.lock")
+	if err != nil {
+		h.abort(t)
+		t.Fatalf("the holder wrote no ~pid.lock: %v", err)
+	}
+	if got := strings.TrimSpace(string(b)); got != fmt.Sprintf("pid %d", want) || !platform.ProcessGone(want) {
+		h.abort(t)
+		t.Skipf("the holder's ~pid.lock says %q, want pid %d, a pid not running here", got, want)
+	}
+	return h, want
+}
+
+// TestLiveHolderOtherPIDNamespace (#15): a live git holding a ref lock, with
+// core.lockfilePid, in another pid namespace than refretry's, as when two containers
+// share a repository on a volume. Its ~pid.lock names a pid that refretry's namespace
+// does not have, so the holder looks gone (to git's kill(pid, 0) as to refretry's).
+// With --break-stale-locks and the lock aged to just under --stale-after, refretry
+// never removes it: it waits, and its update lands once the holder lets go. Both ways
+// round: the holder in a new pid namespace, and refretry in one (as in a container),
+// where its final line also says that holders elsewhere cannot be seen from there.
+func TestLiveHolderOtherPIDNamespace(t *testing.T) {
+	t.Parallel()
+	unshare := unshareCommand(t)
+	for _, bc := range backends(t) {
+		if !bc.git.AtLeast(2, 54) {
+			continue // core.lockfilePid is new in 2.54
+		}
+		for _, where := range []string{"holder", "refretry"} {
+			t.Run(bc.git.Name()+"/"+bc.backend+"/"+where+"-in-new-namespace", func(t *testing.T) {
+				t.Parallel()
+				r := testutil.NewRepo(t, bc.git, bc.backend)
+				ref := "refs/heads/shared"
+				other := r.NewCommit("second") // before the lock is taken
+				commands := fmt.Sprintf("create %s %s\n", ref, r.Commit)
+				var h *holder
+				var pid int
+				refretry := func(args ...string) result {
+					return runIn(t, r, "", "refretry", args...)
+				}
+				if where == "holder" {
+					h, pid = holdInPIDNamespace(t, unshare, r, ref, commands)
+				} else {
+					h = hold(t, r, []string{"core.lockfilePid=true"}, commands)
+					pid = h.cmd.Process.Pid
+					refretry = func(args ...string) result {
+						cmd := commandIn(r, unshare, append([]string{"--pid", "--fork", binary}, args...)...)
+						var out, errOut bytes.Buffer
+						cmd.Stdout, cmd.Stderr = &out, &errOut
+						code := exitCode(t, cmd.Run())
+						return result{out.String(), errOut.String(), code}
+					}
+				}
+				lock := r.LockPath(ref)
+				almost := time.Now().Add(-9 * time.Minute) // --stale-after is 10m below
+				if err := os.Chtimes(lock, almost, almost); err != nil {
+					t.Fatal(err)
+				}
+				fi, _ := os.Stat(lock)
+				untouched := func(when string) {
+					if fi2, err := os.Stat(lock); err != nil || !os.SameFile(fi, fi2) {
+						t.Errorf("%s: the live holder's lock was touched: %v", when, err)
+					}
+				}
+				limits := []string{"--break-stale-locks", "--stale-after", "10m"}
+
+				// A budget shorter than the hold: refretry gives up and says why it
+				// waited for a lock whose holder it cannot see.
+				res := refretry(append(limits, "--timeout", "3s", ref, other)...)
+				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+				last := lines[len(lines)-1]
+				want := fmt.Sprintf("refretry: lock %s (age 9m", lock)
+				why := fmt.Sprintf(", holder pid %d): its holder, process %d (from the ~pid.lock file), is not running here, "+
+					"but the lock is younger than the pid grace of 10m0s, and a live holder in another pid namespace looks the same from here", pid, pid)
+				note := "; refretry runs in a container's pid namespace, where a holder in another container or on the host cannot be seen"
+				if res.code != 128 || !strings.HasPrefix(last, want) || !strings.Contains(last, why) ||
+					(where == "refretry") != strings.HasSuffix(last, note) || strings.Contains(res.stderr, "stale lock") {
+					t.Errorf("exit %d, stderr %q; want 128 and a last line %q…%q (container note %v)", res.code, res.stderr, want, why, where == "refretry")
+				}
+				untouched("after giving up")
+
+				// A budget longer than the hold: refretry waits, and its update lands.
+				logFile := filepath.Join(t.TempDir(), "log")
+				let := letGoLater(func() {
+					untouched("while waiting")
+					h.release()
+				})
+				res = refretry(append(limits, "--timeout", "60s", "--log-file", logFile, ref, other)...)
+				if !let() {
+					t.Errorf("refretry ended before the holder let the lock go")
+				}
+				h.abort(t)
+				if res.code != 0 || strings.Contains(res.stderr, "stale lock") || !strings.Contains(res.stderr, "refretry: attempt 1 failed (lock-contention") {
+					t.Errorf("exit %d, stderr %q; want success after retries, nothing removed", res.code, res.stderr)
+				}
+				if got := r.Refs(ref)[ref]; got != other {
+					t.Errorf("%s = %q, want %s", ref, got, other)
+				}
+				record := fmt.Sprintf(`"holder_pid":%d,"holder_unseen":true`, pid)
+				if where == "refretry" {
+					record += `,"pid_namespace":"container"`
+				}
+				if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), record) {
+					t.Errorf("log file lacks %s:\n%s", record, b)
+				}
+			})
+		}
 	}
 }
 
