@@ -8,6 +8,7 @@ import (
 	"os/exec"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/stall"
 	"github.com/refretry/refretry/retry"
 )
 
@@ -63,7 +64,7 @@ type attempt struct {
 // a *StartError (matching ErrGitNotFound).
 func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 	args := ParseArgs(rawArgs)
-	env := p.withStallFloor(ctx, p.Env, args.Remote)
+	env := stall.Env(ctx, p.git(), p.Dirs, p.Env, args.Remote, p.StallFloor)
 	var (
 		last       attempt
 		unknown    bool        // an attempt failed in transport: it may have been applied
