@@ -1,7 +1,6 @@
 package transaction
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,23 +23,18 @@ func (r *run) breakStale(e *Error, l *LockedError, s Settings) {
 	if !r.BreakStaleLocks && !s.BreakStaleLocks || l.Lock == "" || !strings.HasSuffix(l.Lock, ".lock") {
 		return
 	}
-	b, err := lockfile.Break(l.Lock, s.StaleAfter, time.Now())
-	var ns *NotStaleError
+	b, again, why := lockfile.TryBreak(l.Lock, s.StaleAfter, time.Now())
+	if !again {
+		l.StaleReason += " (" + why + ")"
+		return
+	}
 	switch {
-	case err == nil:
-		if r.OnBreakLock != nil {
-			r.OnBreakLock(b)
-		} else if r.Stderr != nil {
-			fmt.Fprintf(r.Stderr, "refretry: %s\n", b)
-		}
-	case errors.Is(err, lockfile.ErrGone), errors.Is(err, lockfile.ErrChanged):
+	case b == nil:
 		// Someone else removed it, or a live writer holds it now: plain contention.
-	case errors.As(err, &ns):
-		l.StaleReason += " (" + ns.Error() + ")"
-		return
-	default:
-		l.StaleReason += " (could not remove it: " + err.Error() + ")"
-		return
+	case r.OnBreakLock != nil:
+		r.OnBreakLock(*b)
+	case r.Stderr != nil:
+		fmt.Fprintf(r.Stderr, "refretry: %s\n", b)
 	}
 	e.Class = ClassLockContention
 	l.Stale, l.StaleReason = false, ""

@@ -130,6 +130,12 @@ func (e *Error) Advice() string {
 	if e.Class != ClassStaleLock || !errors.As(e, &l) {
 		return ""
 	}
+	return l.StaleAdvice()
+}
+
+// StaleAdvice is refretry's line about a stale lock: whose it is, how old, why it is
+// stale, and how to remove it.
+func (l *LockedError) StaleAdvice() string {
 	msg := "stale lock " + l.Lock
 	var facts []string
 	if l.Age > 0 {
