@@ -12,9 +12,6 @@ import (
 // was set. Its String method is the line refretry prints about the removal.
 type BrokenLock = lockfile.Broken
 
-// NotStaleError is why a lock was not removed: its holder may be alive.
-type NotStaleError = lockfile.NotStaleError
-
 // breakStale is checkStale's hook: when BreakStaleLocks (or the settings) ask for it,
 // a lock found stale is removed and the failure becomes lock contention again, so
 // that the retry loop runs the update once more. When the lock cannot be removed the
