@@ -190,11 +190,15 @@ func runConcurrency(r *runner, cfg config, root string) (string, error) {
 		}
 	}
 	if cfg.charts != "" {
-		links, err := writeConcurrencyCharts(cfg, vs, points)
+		set := chartSet{file: "concurrency", procs: "writers", xs: cfg.writers}
+		for i, v := range vs {
+			set.lines = append(set.lines, chartLine{name: v.name, style: slices.Index(variantNames, v.name), points: points[i]})
+		}
+		links, err := writeCharts(cfg, set)
 		if err != nil {
 			return b.String(), err
 		}
-		b.WriteString(links)
+		b.WriteString("### Charts\n\n" + links)
 	}
 	b.WriteString(raw.String())
 	b.WriteString("\n")
