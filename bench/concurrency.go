@@ -228,9 +228,7 @@ func concurrencyTrial(r *runner, root string, v variant, n int) (res trialResult
 		argvs[i] = v.argv(rp.dir, writerRef(i), rp.oid)
 	}
 	if len(v.env) > 0 {
-		rv := *r
-		rv.env = append(slices.Clip(r.env), v.env...)
-		r = &rv
+		r = r.withEnv(v.env...)
 	}
 	outcomes, wall, err := r.concurrent(rp.dir, argvs)
 	if err != nil {
