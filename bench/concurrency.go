@@ -324,16 +324,7 @@ func renderRatios(b *strings.Builder, n int, vs []variant, results [][]trialResu
 			rows = append(rows, fmt.Sprintf("| %s | n/a | n/a | %s |", label, strings.Join(skipped, ", ")))
 			continue
 		}
-		var cautions []string
-		for _, i := range []int{a, d} {
-			if k := failedTrials(results[i], n); k > 0 {
-				cautions = append(cautions, fmt.Sprintf("%s had failed writers in %d of %d trials", vs[i].name, k, len(results[i])))
-			}
-		}
-		note := ""
-		if len(cautions) > 0 {
-			note = "caution: " + strings.Join(cautions, "; ") + " (unequal work)"
-		}
+		note := cautionNote(n, "writers", namedTrials{vs[a].name, results[a]}, namedTrials{vs[d].name, results[d]})
 		rows = append(rows, fmt.Sprintf("| %s | **%s** | **%s** | %s |", label,
 			ratio(sums[a].medianWall, sums[d].medianWall), ratio(sums[a].medianCPU, sums[d].medianCPU), note))
 	}
@@ -344,6 +335,27 @@ func renderRatios(b *strings.Builder, n int, vs []variant, results [][]trialResu
 	b.WriteString("\n| ratio of medians | wall | CPU | note |\n|---|--:|--:|---|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n\n")
 	b.WriteString("A ratio compares equal work only when both sides had every writer succeed in every trial; the note says when not.\n\n")
+}
+
+// namedTrials are one side of a ratio: a variant's trials under its name.
+type namedTrials struct {
+	name   string
+	trials []trialResult
+}
+
+// cautionNote says which sides of a ratio had failed processes (procs
+// names them, plural), or is empty when none had.
+func cautionNote(n int, procs string, sides ...namedTrials) string {
+	var cautions []string
+	for _, s := range sides {
+		if k := failedTrials(s.trials, n); k > 0 {
+			cautions = append(cautions, fmt.Sprintf("%s had failed %s in %d of %d trials", s.name, procs, k, len(s.trials)))
+		}
+	}
+	if len(cautions) == 0 {
+		return ""
+	}
+	return "caution: " + strings.Join(cautions, "; ") + " (unequal work)"
 }
 
 // failedTrials counts the trials in which some writer did not succeed.

@@ -44,6 +44,7 @@ type runner struct {
 	ctx     context.Context
 	git     string // the git under test, also used for setup
 	env     []string
+	home    string // HOME of every child
 	timeout time.Duration
 	self    string // this executable, used as the start gate
 }
@@ -61,6 +62,7 @@ func newRunner(ctx context.Context, cfg config, root string) (*runner, error) {
 		ctx:     ctx,
 		git:     cfg.git,
 		env:     childEnv(os.Environ(), home, cfg.git),
+		home:    home,
 		timeout: cfg.timeout,
 		self:    self,
 	}, nil
