@@ -77,11 +77,11 @@ func newFetchFixture(r *runner, c fetchCombo, transports []fetchTransport, serve
 	}
 	for _, t := range transports {
 		dir := filepath.Join(templates, c.name+"-"+t.name)
-		// A fetch starts `git maintenance run --auto`, which git 2.47 and
-		// later detach: a process nobody waits for, whose CPU time wait4
+		// A fetch starts `git maintenance run --auto`, which git 2.55
+		// detaches: a process nobody waits for, whose CPU time wait4
 		// cannot see and which may still run when the trial is checked.
-		// In the foreground it is a child the fetch waits for, as with git
-		// 2.39 (whose gc --auto detaches only when it has work to do).
+		// In the foreground it is a child the fetch waits for, as git
+		// 2.39 runs it.
 		clone := append([]string{r.git, "clone", "--quiet", "-c", "maintenance.autoDetach=false"}, c.formatArgs()...)
 		if _, err := r.output(templates, append(clone, t.url(repo), dir)...); err != nil {
 			return nil, err
