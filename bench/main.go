@@ -1,8 +1,8 @@
 // Command bench measures refretry side by side with plain git update-ref
-// and prints a markdown report on standard output (progress goes to
-// standard error). See README.md in this directory.
+// and plain git fetch, and prints a markdown report on standard output
+// (progress goes to standard error). See README.md in this directory.
 //
-//	go run ./bench -git /path/to/git-2.55 -refretry /path/to/refretry [-quick]
+//	go run ./bench -git /path/to/git-2.55 -refretry /path/to/refretry [-old-git /path/to/git-2.39] [-quick]
 package main
 
 import (
