@@ -292,6 +292,17 @@ func fetchTrial(r *runner, cfg config, fc fetchCell, v fetchVariant, n int, dir 
 	return res, err
 }
 
+// firstFailure is the deciding line of the first failed fetch in the
+// trials, or empty when none failed.
+func firstFailure(trials []fetchResult) string {
+	for _, t := range trials {
+		if t.firstErr != "" {
+			return t.firstErr
+		}
+	}
+	return ""
+}
+
 // classCounts formats the nonzero class counts of failed fetches.
 func classCounts(classes [numClasses]int) string {
 	var parts []string
@@ -306,8 +317,8 @@ func classCounts(classes [numClasses]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// renderFetch writes the table, the ratios and the unclassified failures
-// for one fetch count, and returns the summaries by cell and variant (nil
+// renderFetch writes the table, the ratios and the first failures for
+// one fetch count, and returns the summaries by cell and variant (nil
 // for skipped cells).
 func renderFetch(b *strings.Builder, n int, cells []fetchCell, results [][][]fetchResult) [][]*variantSummary {
 	fmt.Fprintf(b, "### %d concurrent fetches\n\n", n)
@@ -317,7 +328,7 @@ func renderFetch(b *strings.Builder, n int, cells []fetchCell, results [][][]fet
 	}
 	b.WriteString("\n|---|---|---|--:|---|--:|--:|--:|--:|" + strings.Repeat("--:|", int(numClasses)) + "\n")
 	sums := make([][]*variantSummary, len(cells))
-	var ratios, others []string
+	var ratios, failures []string
 	for ci, fc := range cells {
 		sums[ci] = make([]*variantSummary, len(fetchVariants))
 		if fc.fx == nil {
@@ -348,9 +359,12 @@ func renderFetch(b *strings.Builder, n int, cells []fetchCell, results [][][]fet
 				fmt.Fprintf(b, " %d |", k)
 			}
 			b.WriteString("\n")
-			if other != "" {
-				others = append(others, fmt.Sprintf("- %s, %s, %s: `%s`", fc.transport.label, fc.combo.label, v.name,
-					strings.ReplaceAll(other, "`", "'")))
+			if first := firstFailure(rs); first != "" {
+				line := fmt.Sprintf("- %s, %s, %s: `%s`", fc.transport.label, fc.combo.label, v.name, strings.ReplaceAll(first, "`", "'"))
+				if other != "" && other != first {
+					line += "; first classed *other*: `" + strings.ReplaceAll(other, "`", "'") + "`"
+				}
+				failures = append(failures, line)
 			}
 		}
 		gitSum, rrSum := sums[ci][fetchGit], sums[ci][fetchRefretry]
@@ -366,8 +380,8 @@ func renderFetch(b *strings.Builder, n int, cells []fetchCell, results [][][]fet
 	} else {
 		b.WriteString("\n")
 	}
-	if len(others) > 0 {
-		b.WriteString("First failure classed *other*:\n\n" + strings.Join(others, "\n") + "\n\n")
+	if len(failures) > 0 {
+		b.WriteString("Deciding line of the first failed fetch, by row:\n\n" + strings.Join(failures, "\n") + "\n\n")
 	}
 	return sums
 }

@@ -134,3 +134,49 @@ func TestFetchFlags(t *testing.T) {
 		t.Errorf("-quick: fetchers %v, err %v", quick.fetchers, err)
 	}
 }
+
+// TestRenderFetch checks that every row of the fetch tables has as many
+// cells as its header, skipped rows included, and that failures are
+// quoted under the table.
+func TestRenderFetch(t *testing.T) {
+	t.Parallel()
+	file := fetchTransport{name: "file", label: "file://"}
+	ran := fetchCombo{name: "files-git", format: "files", label: "files, git 2.55.0"}
+	skipped := fetchCombo{name: "files-old-git", format: "files", label: "files, older git", skip: "-old-git x: not found | gone"}
+	cells := []fetchCell{{combo: ran, transport: file, fx: &fetchFixture{}}, {combo: skipped, transport: file}}
+	failed := fetchResult{trialResult: trialResult{ok: 1, failed: 3, firstErr: "error: cannot lock ref 'refs/remotes/origin/b0': is at 1 but expected 2"}}
+	failed.classes[classStale] = 3
+	results := [][][]fetchResult{
+		{{failed, failed}, {{trialResult: trialResult{ok: 4}}, {trialResult: trialResult{ok: 4}}}},
+		{nil, nil},
+	}
+	var b strings.Builder
+	sums := renderFetch(&b, 4, cells, results)
+	if sums[0][fetchGit] == nil || sums[1][fetchGit] != nil {
+		t.Errorf("summaries: ran %v, skipped %v", sums[0][fetchGit], sums[1][fetchGit])
+	}
+	out := b.String()
+	width := -1
+	rows := 0
+	for line := range strings.Lines(out) {
+		if !strings.HasPrefix(line, "|") {
+			width = -1 // a new table starts after a non-table line
+			continue
+		}
+		cells := strings.Count(strings.ReplaceAll(line, `\|`, ""), "|")
+		if width < 0 {
+			width = cells
+			continue
+		}
+		rows++
+		if cells != width {
+			t.Errorf("row has %d separators, header %d: %s", cells, width, line)
+		}
+	}
+	if rows != 3+1+1+1 { // separator, 2 variants, skipped row; ratio separator and row
+		t.Errorf("%d table rows after headers, want 6:\n%s", rows, out)
+	}
+	if !strings.Contains(out, "files, git 2.55.0, git: `error: cannot lock ref") {
+		t.Errorf("first failure not quoted:\n%s", out)
+	}
+}
