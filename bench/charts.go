@@ -181,30 +181,47 @@ func esc(s string) string {
 	return b.String()
 }
 
-// chartFiles are the charts of the concurrency phase and what each shows.
-var chartFiles = []struct{ file, alt string }{
-	{"concurrency-wall.svg", "median wall time against writers"},
-	{"concurrency-success.svg", "median successes against writers"},
-	{"concurrency-cpu.svg", "median CPU time against writers"},
+// chartKinds are the three charts every phase with N processes draws,
+// by file-name suffix, and what each shows.
+var chartKinds = []struct{ suffix, alt string }{
+	{"-wall.svg", "median wall time against %s"},
+	{"-success.svg", "median successes against %s"},
+	{"-cpu.svg", "median CPU time against %s"},
 }
 
-// writeConcurrencyCharts writes the charts of the concurrency phase into
-// cfg.charts and returns the markdown that shows them. points[i] holds
-// variant i's medians, one per writer count in cfg.writers order; skipped
-// variants have none and get no line.
-func writeConcurrencyCharts(cfg config, vs []variant, points [][]variantPoint) (string, error) {
+// chartLine is one line of a phase's charts: a variant's medians, one per
+// process count of chartSet.xs, in that order.
+type chartLine struct {
+	name   string
+	style  int // keeps a variant's colour and dashes whichever subset ran
+	points []variantPoint
+}
+
+// chartSet is the wall, success and CPU charts of one phase (or of one
+// part of it), each plotting N against a median.
+type chartSet struct {
+	file  string // file names are file + a chartKinds suffix
+	procs string // what the N processes are, plural: "writers", "fetchers over file://"
+	xs    []int  // the process counts measured
+	lines []chartLine
+}
+
+// writeCharts writes the charts of set into cfg.charts and returns the
+// markdown that shows them. Lines without points (skipped variants) are
+// left out.
+func writeCharts(cfg config, set chartSet) (string, error) {
 	if err := os.MkdirAll(cfg.charts, 0o755); err != nil {
 		return "", err
 	}
 	line := func(y func(variantPoint) float64) []series {
 		var out []series
-		for i, v := range vs {
-			if len(points[i]) == 0 {
+		for _, l := range set.lines {
+			if len(l.points) == 0 {
 				continue
 			}
-			s := series{name: v.name, style: slices.Index(variantNames, v.name)}
-			for k, p := range points[i] {
-				s.points = append(s.points, chartPoint{float64(cfg.writers[k]), y(p)})
+			s := series{name: l.name, style: l.style}
+			for k, p := range l.points {
+				s.points = append(s.points, chartPoint{float64(set.xs[k]), y(p)})
 			}
 			out = append(out, s)
 		}
@@ -221,18 +238,18 @@ func writeConcurrencyCharts(cfg config, vs []variant, points [][]variantPoint) (
 		}
 	}
 	title := fmt.Sprintf("%d trials per point, medians", cfg.trials)
+	xLabel := "concurrent " + set.procs + " (N)"
 	charts := []lineChart{
-		{title: "Wall time, N concurrent writers (" + title + ")", xLabel: "concurrent writers (N)",
+		{title: "Wall time, N concurrent " + set.procs + " (" + title + ")", xLabel: xLabel,
 			yLabel: "median wall time (s)", yUnit: " s", series: line(func(p variantPoint) float64 { return p.wall.Seconds() })},
-		{title: "Writers that succeeded (" + title + ")", xLabel: "concurrent writers (N)",
+		{title: "Processes that succeeded, N concurrent " + set.procs + " (" + title + ")", xLabel: xLabel,
 			yLabel: "median successes (% of N)", yMax: 100, yUnit: " %", series: success},
-		{title: "CPU time of all writers (" + title + ")", xLabel: "concurrent writers (N)",
+		{title: "CPU time of all " + set.procs + " (" + title + ")", xLabel: xLabel,
 			yLabel: "median CPU, user+system (s)", yUnit: " s", series: line(func(p variantPoint) float64 { return p.cpu.Seconds() })},
 	}
 	var md strings.Builder
-	md.WriteString("### Charts\n\n")
 	for i, c := range charts {
-		path := filepath.Join(cfg.charts, chartFiles[i].file)
+		path := filepath.Join(cfg.charts, set.file+chartKinds[i].suffix)
 		var buf bytes.Buffer
 		if err := c.writeSVG(&buf); err != nil {
 			return "", err
@@ -241,7 +258,7 @@ func writeConcurrencyCharts(cfg config, vs []variant, points [][]variantPoint) (
 			return "", err
 		}
 		progress("wrote %s", path)
-		fmt.Fprintf(&md, "![%s](%s)\n\n", chartFiles[i].alt, chartLink(cfg, path))
+		fmt.Fprintf(&md, "![%s](%s)\n\n", fmt.Sprintf(chartKinds[i].alt, set.procs), chartLink(cfg, path))
 	}
 	return md.String(), nil
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestChartSVG checks that a chart is well-formed XML with one polyline
@@ -104,6 +107,35 @@ func TestNiceTicks(t *testing.T) {
 		}
 		if d := tickDecimals(ticks); d != c.decimals {
 			t.Errorf("tickDecimals(%v) = %d, want %d", ticks, d, c.decimals)
+		}
+	}
+}
+
+// TestWriteCharts checks that a chart set becomes three files, linked from
+// the markdown, with a line for each variant that has points.
+func TestWriteCharts(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config{charts: dir, trials: 3, out: filepath.Join(dir, "report.md")}
+	set := chartSet{file: "fetch-file", procs: "fetchers over file://", xs: []int{16, 32}, lines: []chartLine{
+		{name: "git", style: 0, points: []variantPoint{{time.Second, 2 * time.Second, 6.25}, {2 * time.Second, 4 * time.Second, 3.125}}},
+		{name: "skipped", style: 1},
+		{name: "refretry", style: 2, points: []variantPoint{{time.Second, time.Second, 100}, {time.Second, time.Second, 100}}},
+	}}
+	md, err := writeCharts(cfg, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"-wall.svg", "-success.svg", "-cpu.svg"} {
+		name := "fetch-file" + suffix
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(data), "<polyline"); n != 2 {
+			t.Errorf("%s: %d lines, want 2", name, n)
+		}
+		if !strings.Contains(md, "]("+name+")") {
+			t.Errorf("markdown does not link %s:\n%s", name, md)
 		}
 	}
 }

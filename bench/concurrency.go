@@ -190,11 +190,15 @@ func runConcurrency(r *runner, cfg config, root string) (string, error) {
 		}
 	}
 	if cfg.charts != "" {
-		links, err := writeConcurrencyCharts(cfg, vs, points)
+		set := chartSet{file: "concurrency", procs: "writers", xs: cfg.writers}
+		for i, v := range vs {
+			set.lines = append(set.lines, chartLine{name: v.name, style: slices.Index(variantNames, v.name), points: points[i]})
+		}
+		links, err := writeCharts(cfg, set)
 		if err != nil {
 			return b.String(), err
 		}
-		b.WriteString(links)
+		b.WriteString("### Charts\n\n" + links)
 	}
 	b.WriteString(raw.String())
 	b.WriteString("\n")
@@ -224,9 +228,7 @@ func concurrencyTrial(r *runner, root string, v variant, n int) (res trialResult
 		argvs[i] = v.argv(rp.dir, writerRef(i), rp.oid)
 	}
 	if len(v.env) > 0 {
-		rv := *r
-		rv.env = append(slices.Clip(r.env), v.env...)
-		r = &rv
+		r = r.withEnv(v.env...)
 	}
 	outcomes, wall, err := r.concurrent(rp.dir, argvs)
 	if err != nil {
@@ -322,16 +324,7 @@ func renderRatios(b *strings.Builder, n int, vs []variant, results [][]trialResu
 			rows = append(rows, fmt.Sprintf("| %s | n/a | n/a | %s |", label, strings.Join(skipped, ", ")))
 			continue
 		}
-		var cautions []string
-		for _, i := range []int{a, d} {
-			if k := failedTrials(results[i], n); k > 0 {
-				cautions = append(cautions, fmt.Sprintf("%s had failed writers in %d of %d trials", vs[i].name, k, len(results[i])))
-			}
-		}
-		note := ""
-		if len(cautions) > 0 {
-			note = "caution: " + strings.Join(cautions, "; ") + " (unequal work)"
-		}
+		note := cautionNote(n, "writers", namedTrials{vs[a].name, results[a]}, namedTrials{vs[d].name, results[d]})
 		rows = append(rows, fmt.Sprintf("| %s | **%s** | **%s** | %s |", label,
 			ratio(sums[a].medianWall, sums[d].medianWall), ratio(sums[a].medianCPU, sums[d].medianCPU), note))
 	}
@@ -342,6 +335,27 @@ func renderRatios(b *strings.Builder, n int, vs []variant, results [][]trialResu
 	b.WriteString("\n| ratio of medians | wall | CPU | note |\n|---|--:|--:|---|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n\n")
 	b.WriteString("A ratio compares equal work only when both sides had every writer succeed in every trial; the note says when not.\n\n")
+}
+
+// namedTrials are one side of a ratio: a variant's trials under its name.
+type namedTrials struct {
+	name   string
+	trials []trialResult
+}
+
+// cautionNote says which sides of a ratio had failed processes (procs
+// names them, plural), or is empty when none had.
+func cautionNote(n int, procs string, sides ...namedTrials) string {
+	var cautions []string
+	for _, s := range sides {
+		if k := failedTrials(s.trials, n); k > 0 {
+			cautions = append(cautions, fmt.Sprintf("%s had failed %s in %d of %d trials", s.name, procs, k, len(s.trials)))
+		}
+	}
+	if len(cautions) == 0 {
+		return ""
+	}
+	return "caution: " + strings.Join(cautions, "; ") + " (unequal work)"
 }
 
 // failedTrials counts the trials in which some writer did not succeed.

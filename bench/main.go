@@ -1,8 +1,8 @@
 // Command bench measures refretry side by side with plain git update-ref
-// and prints a markdown report on standard output (progress goes to
-// standard error). See README.md in this directory.
+// and plain git fetch, and prints a markdown report on standard output
+// (progress goes to standard error). See README.md in this directory.
 //
-//	go run ./bench -git /path/to/git-2.55 -refretry /path/to/refretry [-quick]
+//	go run ./bench -git /path/to/git-2.55 -refretry /path/to/refretry [-old-git /path/to/git-2.39] [-quick]
 package main
 
 import (
@@ -36,6 +36,9 @@ type config struct {
 	variants   nameList  // concurrency variants to run; empty means all
 	charts     string    // directory for the SVG charts; empty means none
 	extras     extraList // more refretry binaries for the single-update rotation
+	fetchers   intList   // concurrent fetch counts
+	oldGit     string    // the older git of the fetch phase (files backend only)
+	oldGitSkip string    // why oldGit cannot be used; empty when it can
 }
 
 // wants reports whether the phase named phase should run.
@@ -80,6 +83,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		batches:    intList{10000, 100000, 1000000},
 		singleRuns: 200,
 		timeout:    10 * time.Minute,
+		fetchers:   intList{16, 32, 64},
+		oldGit:     "git",
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(errOut)
@@ -89,8 +94,10 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.Var(&cfg.writers, "writers", "comma-separated concurrent writer counts")
 	fs.Var(&cfg.batches, "batches", "comma-separated --stdin batch sizes")
 	fs.IntVar(&cfg.singleRuns, "single-runs", cfg.singleRuns, "single-update calls per tool and backend")
-	quick := fs.Bool("quick", false, "smoke-run sizes: writers 20,40, batches 1000, trials 2, single-runs 20")
-	fs.StringVar(&cfg.only, "only", "", "run only `concurrency` or `overhead` (default both)")
+	fs.Var(&cfg.fetchers, "fetchers", "comma-separated concurrent fetch counts")
+	fs.StringVar(&cfg.oldGit, "old-git", cfg.oldGit, "an older git (2.39) for the fetch phase's files rows; skipped when not found")
+	quick := fs.Bool("quick", false, "smoke-run sizes: writers 20,40, batches 1000, fetchers 2, trials 2, single-runs 20")
+	fs.StringVar(&cfg.only, "only", "", "run only `concurrency`, `overhead` or `fetch` (default all)")
 	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")
 	fs.DurationVar(&cfg.timeout, "timeout", cfg.timeout, "per child process timeout")
 	fs.Var(&cfg.variants, "variants", "comma-separated concurrency variants to run (default all: "+strings.Join(variantNames, ",")+")")
@@ -126,6 +133,9 @@ func applyQuick(cfg *config, set map[string]bool) {
 	if !set["batches"] {
 		cfg.batches = intList{1000}
 	}
+	if !set["fetchers"] {
+		cfg.fetchers = intList{2}
+	}
 	if !set["trials"] {
 		cfg.trials = 2
 	}
@@ -144,8 +154,8 @@ func (c config) validate() error {
 		return errors.New("-trials must be at least 1")
 	case c.singleRuns < 1:
 		return errors.New("-single-runs must be at least 1")
-	case len(c.writers) == 0 || len(c.batches) == 0:
-		return errors.New("-writers and -batches must not be empty")
+	case len(c.writers) == 0 || len(c.batches) == 0 || len(c.fetchers) == 0:
+		return errors.New("-writers, -batches and -fetchers must not be empty")
 	case c.timeout <= 0:
 		return errors.New("-timeout must be positive")
 	}
@@ -155,14 +165,15 @@ func (c config) validate() error {
 		}
 	}
 	switch c.only {
-	case "", "concurrency", "overhead":
+	case "", "concurrency", "overhead", "fetch":
 		return nil
 	}
-	return fmt.Errorf("-only must be concurrency or overhead, not %q", c.only)
+	return fmt.Errorf("-only must be concurrency, overhead or fetch, not %q", c.only)
 }
 
-// resolvePaths makes both executables absolute, since children run in
-// other directories.
+// resolvePaths makes the executables absolute, since children run in
+// other directories. An old git that cannot be found is not an error: the
+// fetch rows that need it are skipped, with the reason.
 func (c *config) resolvePaths() error {
 	var err error
 	if c.git, err = resolveExe(c.git); err != nil {
@@ -170,6 +181,11 @@ func (c *config) resolvePaths() error {
 	}
 	if c.refretry, err = resolveExe(c.refretry); err != nil {
 		return fmt.Errorf("-refretry: %w", err)
+	}
+	if p, err := resolveExe(c.oldGit); err != nil {
+		c.oldGitSkip = fmt.Sprintf("-old-git %s: %v", c.oldGit, err)
+	} else {
+		c.oldGit = p
 	}
 	for i := range c.extras {
 		if c.extras[i].path, err = resolveExe(c.extras[i].path); err != nil {
@@ -290,6 +306,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	}{
 		{"concurrency", runConcurrency},
 		{"overhead", runOverhead},
+		{"fetch", runFetch},
 	}
 	var phaseErr error
 	for _, p := range phases {

@@ -44,6 +44,7 @@ type runner struct {
 	ctx     context.Context
 	git     string // the git under test, also used for setup
 	env     []string
+	home    string // HOME of every child
 	timeout time.Duration
 	self    string // this executable, used as the start gate
 }
@@ -61,6 +62,7 @@ func newRunner(ctx context.Context, cfg config, root string) (*runner, error) {
 		ctx:     ctx,
 		git:     cfg.git,
 		env:     childEnv(os.Environ(), home, cfg.git),
+		home:    home,
 		timeout: cfg.timeout,
 		self:    self,
 	}, nil
@@ -84,12 +86,34 @@ func (r *runner) command(ctx context.Context, dir string, argv []string) *exec.C
 	return cmd
 }
 
+// withEnv returns a runner whose children also get extra; an entry
+// overrides one of the same name (os/exec keeps the last of duplicates).
+func (r *runner) withEnv(extra ...string) *runner {
+	rv := *r
+	rv.env = append(slices.Clip(r.env), extra...)
+	return &rv
+}
+
+// withGit returns a runner for another git under test: setup uses it and
+// refretry is pointed at it.
+func (r *runner) withGit(git string) *runner {
+	rv := r.withEnv("REFRETRY_GIT=" + git)
+	rv.git = git
+	return rv
+}
+
 // output runs a helper command to completion and returns its standard
 // output; a failure carries the command's standard error.
 func (r *runner) output(dir string, argv ...string) (string, error) {
+	return r.outputStdin(dir, nil, argv...)
+}
+
+// outputStdin is output with stdin as the command's standard input.
+func (r *runner) outputStdin(dir string, stdin io.Reader, argv ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
 	defer cancel()
 	cmd := r.command(ctx, dir, argv)
+	cmd.Stdin = stdin
 	stderr := &headBuffer{max: stderrKeep}
 	cmd.Stderr = stderr
 	out, err := cmd.Output()

@@ -26,14 +26,21 @@ func machineSection(r *runner, cfg config) string {
 	row("git under test", commandLine(r, cfg.git, "--version")+" (`"+cfg.git+"`)")
 	row("git on PATH", pathGit(r))
 	row("refretry", "`"+cfg.refretry+"`, REFRETRY_GIT="+cfg.git)
+	if cfg.wants("fetch") {
+		row("older git (fetch phase)", oldGitLine(r, cfg))
+	}
 	row("Go", runtime.Version())
 	row("date", time.Now().UTC().Format(time.RFC3339))
 	variants := "all"
 	if len(cfg.variants) > 0 {
 		variants = cfg.variants.String()
 	}
-	row("settings", fmt.Sprintf("trials=%d writers=%s batches=%s single-runs=%d timeout=%v variants=%s",
-		cfg.trials, cfg.writers.String(), cfg.batches.String(), cfg.singleRuns, cfg.timeout, variants))
+	only := "all"
+	if cfg.only != "" {
+		only = cfg.only
+	}
+	row("settings", fmt.Sprintf("phases=%s trials=%d writers=%s batches=%s single-runs=%d fetchers=%s timeout=%v variants=%s",
+		only, cfg.trials, cfg.writers.String(), cfg.batches.String(), cfg.singleRuns, cfg.fetchers.String(), cfg.timeout, variants))
 	for _, e := range cfg.extras {
 		row("single-update extra", e.label+": `"+e.path+"`")
 	}
@@ -48,6 +55,14 @@ func commandLine(r *runner, argv ...string) string {
 		return "unknown (" + err.Error() + ")"
 	}
 	return firstLine(out)
+}
+
+// oldGitLine describes the fetch phase's older git, or why it is skipped.
+func oldGitLine(r *runner, cfg config) string {
+	if cfg.oldGitSkip != "" {
+		return "none: " + cfg.oldGitSkip
+	}
+	return commandLine(r, cfg.oldGit, "--version") + " (`" + cfg.oldGit + "`)"
 }
 
 func pathGit(r *runner) string {

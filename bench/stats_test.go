@@ -96,3 +96,28 @@ func TestReadHWM(t *testing.T) {
 		t.Errorf("readHWM = %d, %v; want 1234, true", v, ok)
 	}
 }
+
+// TestWithGit checks that a runner for another git points refretry at it
+// and leaves the original alone.
+func TestWithGit(t *testing.T) {
+	r := &runner{git: "/opt/new/git", env: childEnv([]string{"PATH=/bin"}, "/tmp/h", "/opt/new/git")}
+	old := r.withGit("/usr/bin/git")
+	if old.git != "/usr/bin/git" || r.git != "/opt/new/git" {
+		t.Errorf("git: derived %q, original %q", old.git, r.git)
+	}
+	last := func(env []string) string {
+		v := ""
+		for _, kv := range env {
+			if s, ok := strings.CutPrefix(kv, "REFRETRY_GIT="); ok {
+				v = s
+			}
+		}
+		return v
+	}
+	if got := last(old.env); got != "/usr/bin/git" {
+		t.Errorf("derived runner's REFRETRY_GIT = %q", got)
+	}
+	if got := last(r.env); got != "/opt/new/git" {
+		t.Errorf("original runner's REFRETRY_GIT = %q", got)
+	}
+}

@@ -15,7 +15,7 @@ import (
 
 // Config says where an Operation's records go.
 type Config struct {
-	// Command is the refretry command the operation runs ("update-ref", "push"),
+	// Command is the refretry command the operation runs ("update-ref", "push", "fetch"),
 	// which every record carries and the lines for people name.
 	Command string
 	// Format is the format of the records written to Stderr. Auto is resolved with

@@ -93,7 +93,7 @@ const (
 
 // Summary is the outcome of an operation.
 type Summary struct {
-	// Command is the refretry command the operation ran ("update-ref", "push"); the
+	// Command is the refretry command the operation ran ("update-ref", "push", "fetch"); the
 	// Operation fills it in.
 	Command  string
 	Result   Result

@@ -1,8 +1,6 @@
 package push
 
 import (
-	"strings"
-
 	"github.com/refretry/refretry/internal/gitmsg"
 )
 
@@ -56,7 +54,7 @@ func Classify(exitCode int, stdout, stderr []byte) *Error {
 	rep := ParsePorcelain(stdout)
 	e := &Error{ExitCode: exitCode, Class: ClassOther, Refs: rep.Refs, URL: rep.URL}
 	if exitCode == 129 {
-		e.Class, e.Message = ClassUsage, lastMessage(stderr)
+		e.Class, e.Message = ClassUsage, gitmsg.LastMessage(stderr)
 		return e
 	}
 	rejected := false
@@ -74,7 +72,7 @@ func Classify(exitCode int, stdout, stderr []byte) *Error {
 		}
 		return e
 	}
-	e.Message = lastMessage(stderr)
+	e.Message = gitmsg.LastMessage(stderr)
 	if line, ok := gitmsg.Unsupported(stderr); ok {
 		// The first cause git names decides: the hang-up that follows is its effect.
 		e.Class, e.Message = ClassDeclined, line
@@ -219,18 +217,4 @@ func transportFailure(stderr []byte) (te *TransportError, auth bool) {
 		te = &TransportError{HTTPStatus: t.HTTPStatus, Message: t.Line}
 	}
 	return te, t.Auth
-}
-
-// lastMessage is git's last "fatal:" or "error:" line, the usual summary of a failure.
-func lastMessage(stderr []byte) string {
-	lines := gitmsg.Lines(stderr)
-	if i := gitmsg.Final(lines); i >= 0 {
-		return lines[i]
-	}
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.TrimSpace(lines[i]) != "" {
-			return strings.TrimSpace(lines[i])
-		}
-	}
-	return "no message"
 }

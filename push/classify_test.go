@@ -290,16 +290,3 @@ func TestHumanTable(t *testing.T) {
 		t.Errorf("humanTable = %q", got)
 	}
 }
-
-func TestMayUseHTTP(t *testing.T) {
-	t.Parallel()
-	for remote, want := range map[string]bool{
-		"": true, "origin": true, "https://h/r.git": true, "http://h/r.git": true,
-		"file:///srv/r.git": false, "ssh://h/r.git": false, "/srv/r.git": false, "../r.git": false,
-		"git@h:r.git": false, "my/remote": true,
-	} {
-		if got := mayUseHTTP(remote); got != want {
-			t.Errorf("mayUseHTTP(%q) = %v, want %v", remote, got, want)
-		}
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/gitmsg"
 	"github.com/refretry/refretry/internal/text"
 )
 
@@ -35,7 +36,7 @@ func (e *RebaseError) Error() string {
 	} else {
 		msg += fmt.Sprintf("; %s could NOT be verified to be back at %s, check the repository", b, short(e.Orig))
 	}
-	if line := lastMessage([]byte(e.Output)); e.Output != "" && line != "no message" {
+	if line := gitmsg.LastMessage([]byte(e.Output)); e.Output != "" && line != "no message" {
 		msg += " (" + line + ")"
 	}
 	return msg
@@ -83,11 +84,11 @@ func (p *Runner) rebase(ctx context.Context, env []string, args Args, url string
 		remote = url
 	}
 	cmd := p.command(ctx, env, "fetch", "-q", "--no-tags", remote, s.To)
-	var fetchErr capped
+	var fetchErr gitexec.Capped
 	cmd.Stderr = &fetchErr
 	if err := cmd.Run(); err != nil {
 		code, _ := gitexec.ExitCode(cmd.ProcessState)
-		e := &Error{ExitCode: code, Class: ClassOther, Message: "fetch before rebase: " + lastMessage(fetchErr.Bytes())}
+		e := &Error{ExitCode: code, Class: ClassOther, Message: "fetch before rebase: " + gitmsg.LastMessage(fetchErr.Bytes())}
 		if te, auth := transportFailure(fetchErr.Bytes()); te != nil && !auth {
 			e.Class, e.Cause = ClassTransport, te
 		}
@@ -103,7 +104,7 @@ func (p *Runner) rebase(ctx context.Context, env []string, args Args, url string
 		return &RebaseError{Branch: branch, Onto: onto, Output: "cannot read HEAD"}
 	}
 	reb := p.command(ctx, append(p.Env, "GIT_EDITOR=:", "GIT_SEQUENCE_EDITOR=:"), "rebase", "-q", onto)
-	var out capped
+	var out gitexec.Capped
 	reb.Stdout, reb.Stderr = &out, &out
 	if reb.Run() == nil {
 		p.notify(fmt.Sprintf("rebased %s onto the remote tip %s", strings.TrimPrefix(branch, "refs/heads/"), short(onto)))

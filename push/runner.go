@@ -1,13 +1,13 @@
 package push
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os/exec"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/stall"
 	"github.com/refretry/refretry/retry"
 )
 
@@ -63,7 +63,7 @@ type attempt struct {
 // a *StartError (matching ErrGitNotFound).
 func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 	args := ParseArgs(rawArgs)
-	env := p.withStallFloor(ctx, p.Env, args.Remote)
+	env := stall.Env(ctx, p.git(), p.Dirs, p.Env, args.Remote, p.StallFloor)
 	var (
 		last       attempt
 		unknown    bool        // an attempt failed in transport: it may have been applied
@@ -174,7 +174,7 @@ func (p *Runner) attempt(ctx context.Context, env []string, args Args) (attempt,
 		full = append(full, "--atomic")
 	}
 	cmd := p.command(ctx, env, append(full, args.Raw...)...)
-	var out, errOut capped
+	var out, errOut gitexec.Capped
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	runErr := cmd.Run()
 	code, ran := gitexec.ExitCode(cmd.ProcessState)
@@ -188,19 +188,6 @@ func (p *Runner) notify(msg string) {
 	if p.Notify != nil {
 		p.Notify(msg)
 	}
-}
-
-// captureLimit bounds what is kept of one attempt's output; push prints far less.
-const captureLimit = 8 << 20
-
-// capped is a buffer that keeps the first captureLimit bytes written to it.
-type capped struct{ bytes.Buffer }
-
-func (c *capped) Write(b []byte) (int, error) {
-	if room := captureLimit - c.Len(); room > 0 {
-		c.Buffer.Write(b[:min(len(b), room)])
-	}
-	return len(b), nil
 }
 
 // movedOnServer reports whether the server's compare-and-swap failed: another push

@@ -1,7 +1,6 @@
 package transaction
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,9 +12,6 @@ import (
 // was set. Its String method is the line refretry prints about the removal.
 type BrokenLock = lockfile.Broken
 
-// NotStaleError is why a lock was not removed: its holder may be alive.
-type NotStaleError = lockfile.NotStaleError
-
 // breakStale is checkStale's hook: when BreakStaleLocks (or the settings) ask for it,
 // a lock found stale is removed and the failure becomes lock contention again, so
 // that the retry loop runs the update once more. When the lock cannot be removed the
@@ -24,23 +20,18 @@ func (r *run) breakStale(e *Error, l *LockedError, s Settings) {
 	if !r.BreakStaleLocks && !s.BreakStaleLocks || l.Lock == "" || !strings.HasSuffix(l.Lock, ".lock") {
 		return
 	}
-	b, err := lockfile.Break(l.Lock, s.rule(), time.Now())
-	var ns *NotStaleError
+	b, again, why := lockfile.TryBreak(l.Lock, s.rule(), time.Now())
+	if !again {
+		l.StaleReason += " (" + why + ")"
+		return
+	}
 	switch {
-	case err == nil:
-		if r.OnBreakLock != nil {
-			r.OnBreakLock(b)
-		} else if r.Stderr != nil {
-			fmt.Fprintf(r.Stderr, "refretry: %s\n", b)
-		}
-	case errors.Is(err, lockfile.ErrGone), errors.Is(err, lockfile.ErrChanged):
+	case b == nil:
 		// Someone else removed it, or a live writer holds it now: plain contention.
-	case errors.As(err, &ns):
-		l.StaleReason += " (" + ns.Error() + ")"
-		return
-	default:
-		l.StaleReason += " (could not remove it: " + err.Error() + ")"
-		return
+	case r.OnBreakLock != nil:
+		r.OnBreakLock(*b)
+	case r.Stderr != nil:
+		fmt.Fprintf(r.Stderr, "refretry: %s\n", b)
 	}
 	e.Class = ClassLockContention
 	l.Stale, l.StaleReason = false, ""

@@ -147,20 +147,35 @@ func (e *Error) Advice() string {
 	if !errors.As(e, &l) {
 		return ""
 	}
-	switch {
-	case e.Class == ClassStaleLock:
-		msg := "stale lock " + l.Lock + l.facts() + ": " + l.StaleReason
-		if l.Lock != "" {
-			msg += "; make sure no git process is using this repository, then remove it: rm -f " + text.ShellQuote(l.Lock)
-			if pidFile := pidFileOf(l.Lock); pidFile != "" {
-				msg += " " + text.ShellQuote(pidFile)
-			}
-		}
-		return msg
-	case e.Class == ClassLockContention && l.Waiting != "":
-		return "lock " + l.Lock + l.facts() + ": " + l.Waiting
+	switch e.Class {
+	case ClassStaleLock:
+		return l.StaleAdvice()
+	case ClassLockContention:
+		return l.WaitAdvice()
 	}
 	return ""
+}
+
+// StaleAdvice is refretry's line about a stale lock: whose it is, how old, why it is
+// stale, and how to remove it.
+func (l *LockedError) StaleAdvice() string {
+	msg := "stale lock " + l.Lock + l.facts() + ": " + l.StaleReason
+	if l.Lock != "" {
+		msg += "; make sure no git process is using this repository, then remove it: rm -f " + text.ShellQuote(l.Lock)
+		if pidFile := pidFileOf(l.Lock); pidFile != "" {
+			msg += " " + text.ShellQuote(pidFile)
+		}
+	}
+	return msg
+}
+
+// WaitAdvice is refretry's line about a held lock whose holder pid is not running
+// here: why it was still waited for (Waiting); "" for any other lock.
+func (l *LockedError) WaitAdvice() string {
+	if l.Waiting == "" {
+		return ""
+	}
+	return "lock " + l.Lock + l.facts() + ": " + l.Waiting
 }
 
 // facts is " (age …, holder pid …)", with what is known; "" when nothing is.

@@ -30,6 +30,7 @@ type CLI struct {
 
 	UpdateRef UpdateRefCmd `cmd:"" name:"update-ref" default:"1" help:"Run git update-ref with these arguments, retrying lock contention (the default command: refretry [options] <git update-ref arguments>)."`
 	Push      PushCmd      `cmd:"" help:"Run git push with these arguments, atomically unless --no-atomic, retrying remote lock contention and transport failures."`
+	Fetch     FetchCmd     `cmd:"" help:"Run git fetch with these arguments, retrying local lock contention, refs moved by a concurrent fetch, and transport failures."`
 	Version   VersionCmd   `cmd:"" help:"Print refretry's version."`
 	Shim      ShimCmd      `cmd:"" help:"Install or remove the git shim: refretry under the name git, so that unchanged tools get it for git update-ref."`
 }
@@ -104,7 +105,7 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 	switch {
 	case cmdWord == "shim": // its arguments are kong's
 		kargs, rest = append(kargs, rest...), nil
-	case cmdWord == "push" && slices.Contains(beforeDashDash(rest), "--help"):
+	case (cmdWord == "push" || cmdWord == "fetch") && slices.Contains(beforeDashDash(rest), "--help"):
 		kargs = append(kargs, "--help")
 	}
 	kctx, err := parser.Parse(kargs)
@@ -121,14 +122,16 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 	}
 	cli.UpdateRef.Args = rest
 	cli.Push.Args = rest
+	cli.Fetch.Args = rest
 	return exitCode(s.Stderr, kctx.Run())
 }
 
-// usage is refretry's forms, at the top of its --help: update-ref's arguments and
-// push's are git's, which kong's own usage line cannot say.
+// usage is refretry's forms, at the top of its --help: the arguments of update-ref,
+// push and fetch are git's, which kong's own usage line cannot say.
 const usage = `Usage: refretry [options] <git update-ref arguments>
        refretry [options] update-ref <git update-ref arguments>
        refretry [options] push [--no-atomic] [--rebase] <git push arguments>
+       refretry [options] fetch <git fetch arguments>
        refretry version
        refretry shim install|uninstall [--dir DIR]
 `

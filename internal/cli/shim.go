@@ -137,14 +137,16 @@ func appendLine(path, line string) error {
 }
 
 // RunAsGit is refretry started under the name git (the shim). It decides before
-// anything else: a call that is not `update-ref` goes to the real git through execGit
-// (in place, on Unix) without refretry parsing its own options or reading git config.
-// A call from a git that refretry runs (shim.BypassVar) always goes to the real git.
-// An update-ref call runs as `refretry update-ref` would, with git's global options
-// passed on to the real git; refretry's own settings then come from the environment
-// (REFRETRY_TIMEOUT, …) and git config, as the shim's command line is git's.
+// anything else: a call that is not `update-ref` or `fetch` goes to the real git
+// through execGit (in place, on Unix) without refretry parsing its own options or
+// reading git config. A call from a git that refretry runs (shim.BypassVar) always
+// goes to the real git. An update-ref or a fetch runs as `refretry update-ref` or
+// `refretry fetch` would, with git's global options passed on to the real git;
+// refretry's own settings then come from the environment (REFRETRY_TIMEOUT, …) and git
+// config, as the shim's command line is git's.
 //
-// ctx is called only for update-ref: it sets up the signal handling the retries need.
+// ctx matters only for update-ref and fetch: it carries the signal handling their
+// retries need.
 func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self string,
 	execGit func(path string, args, env []string) (int, error)) int {
 	getenv := func(k string) string { return environ.Get(env, k) }
@@ -155,7 +157,7 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 	}
 	childEnv := environ.Set(env, shim.HandoffVar, found.Handoff)
 	call, ok := shim.Parse(args)
-	if !ok || !call.UpdateRef() || getenv(shim.BypassVar) != "" {
+	if !ok || !call.UpdateRef() && !call.Fetch() || getenv(shim.BypassVar) != "" {
 		code, err := execGit(found.Path, args, childEnv)
 		if err != nil {
 			fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)
@@ -168,7 +170,9 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 		childEnv = environ.Set(childEnv, "GIT_DIR", call.GitDir)
 	}
 	childEnv = environ.Set(childEnv, shim.BypassVar, "1")
-	cmd := &UpdateRefCmd{Args: call.Args, GitArgs: call.Options}
 	in := &invocation{ctx: ctx, opts: &Options{Dirs: call.Dirs, Git: found.Path}, env: childEnv, s: s}
-	return exitCode(s.Stderr, cmd.Run(in))
+	if call.Fetch() {
+		return exitCode(s.Stderr, (&FetchCmd{Args: call.Args, GitArgs: call.Options}).Run(in))
+	}
+	return exitCode(s.Stderr, (&UpdateRefCmd{Args: call.Args, GitArgs: call.Options}).Run(in))
 }

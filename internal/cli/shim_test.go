@@ -88,6 +88,7 @@ func TestShimDecides(t *testing.T) {
 	environ := []string{"PATH=" + filepath.Dir(self) + ":" + filepath.Dir(realGit)}
 	for _, args := range [][]string{
 		{"status"}, {"--bare", "-C", "x", "update-ref", "r", "o"}, {"-Cx", "update-ref"}, {"--help", "update-ref"}, {},
+		{"fetch", "--help"}, {"-C", "x", "fetch", "origin", "--help"}, {"fetchx"},
 	} {
 		var gotPath string
 		var gotArgs, gotEnv []string

@@ -3,6 +3,7 @@
 package gitexec
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -109,4 +110,19 @@ func Version(ctx context.Context, git string, env []string) string {
 		return ""
 	}
 	return strings.TrimPrefix(strings.TrimSpace(string(out)), "git version ")
+}
+
+// CaptureLimit bounds what a [Capped] buffer keeps of one git's output.
+const CaptureLimit = 8 << 20
+
+// Capped is a buffer that keeps the first CaptureLimit bytes written to it and
+// counts the rest as written: for the output of a git whose messages are read, and
+// written out once its attempt is known to be the final one.
+type Capped struct{ bytes.Buffer }
+
+func (c *Capped) Write(b []byte) (int, error) {
+	if room := CaptureLimit - c.Len(); room > 0 {
+		c.Buffer.Write(b[:min(len(b), room)])
+	}
+	return len(b), nil
 }

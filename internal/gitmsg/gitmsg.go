@@ -105,3 +105,18 @@ func Final(lines []string) int {
 	}
 	return -1
 }
+
+// LastMessage is git's last "fatal: " or "error: " line, the usual summary of a
+// failure; else its last line that is not blank; else "no message".
+func LastMessage(stderr []byte) string {
+	lines := Lines(stderr)
+	if i := Final(lines); i >= 0 {
+		return lines[i]
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s := strings.TrimSpace(lines[i]); s != "" {
+			return s
+		}
+	}
+	return "no message"
+}

@@ -11,6 +11,7 @@ var transportSigns = []string{
 	"the remote end hung up unexpectedly",
 	"Connection reset by peer",
 	"Connection refused",
+	"unable to connect to ", // git:// and ssh's proxy: "fatal: unable to connect to <host>:", the reason on the next line
 	"Couldn't connect to server",
 	"Failed to connect to ",
 	"Connection timed out",

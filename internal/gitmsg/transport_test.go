@@ -15,6 +15,8 @@ func TestReadTransport(t *testing.T) {
 		{"remote: Permission to o/r.git denied to u.\nfatal: the remote end hung up unexpectedly\n", Transport{Auth: true}},
 		{"fatal: the remote end hung up unexpectedly\n", Transport{Line: "fatal: the remote end hung up unexpectedly"}},
 		{"remote: Connection refused\nfatal: bad\n", Transport{}},
+		{"fatal: unable to connect to 127.0.0.1:\n127.0.0.1[0: 127.0.0.1]: errno=Connection refused\n\n",
+			Transport{Line: "fatal: unable to connect to 127.0.0.1:"}},
 		{"error: RPC failed; HTTP 429 curl 22 The requested URL returned error: 429\nfatal: expected flush after ref listing\n",
 			Transport{Line: "error: RPC failed; HTTP 429 curl 22 The requested URL returned error: 429", HTTPStatus: 429}},
 	}

@@ -5,6 +5,7 @@ package group
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -345,6 +346,7 @@ func commitEach(ctx context.Context, c *Config, group []entry) (own *Outcome, al
 				break
 			}
 			to := g.stderrSize()
+			g.recordEnd(to)
 			settled(e, g.stderrFrom(from, to), to, &own)
 		}
 		g.close()
@@ -368,10 +370,15 @@ type gitRun struct {
 	cmd                  *exec.Cmd
 	stdin                io.WriteCloser
 	stdout, stderr, proc *os.File
-	given                int    // transactions given to git (commitEach)
-	commits              int    // "commit: ok" lines seen on stdout
-	scanned              int64  // how much of stdout has been read for them
-	errOut               []byte // all of stderr, once git has ended
+	// ends holds, for each transaction committed one at a time (commitEach), where
+	// git's stderr for it ended: 8 bytes each, in order. A member that must settle
+	// without the leader's word reads its own there, so that it never takes the
+	// stderr of the transactions given after it.
+	ends    *os.File
+	given   int    // transactions given to git (commitEach)
+	commits int    // "commit: ok" lines seen on stdout
+	scanned int64  // how much of stdout has been read for them
+	errOut  []byte // all of stderr, once git has ended
 }
 
 // startGit starts a group's git. Once started it runs to its end: a commit is not
@@ -385,6 +392,11 @@ func startGit(ctx context.Context, c *Config, opts Options) (*gitRun, error) {
 	}
 	if g.stderr, err = platform.MemFile("git-stderr"); err != nil {
 		g.stdout.Close()
+		return nil, err
+	}
+	if g.ends, err = platform.MemFile("git-stderr-ends"); err != nil {
+		g.stdout.Close()
+		g.stderr.Close()
 		return nil, err
 	}
 	args := append(append([]string{"update-ref"}, opts.args()...), "--stdin", "-z")
@@ -406,6 +418,7 @@ func startGit(ctx context.Context, c *Config, opts Options) (*gitRun, error) {
 	if err != nil {
 		g.stdout.Close()
 		g.stderr.Close()
+		g.ends.Close()
 		return nil, err
 	}
 	return g, nil
@@ -419,11 +432,16 @@ func startGit(ctx context.Context, c *Config, opts Options) (*gitRun, error) {
 func (g *gitRun) tell(e entry, place int, errFrom int64) bool {
 	msg := strconv.AppendInt([]byte{msgAttempt}, int64(place), 10)
 	msg = strconv.AppendInt(append(msg, ' '), errFrom, 10)
-	if e.conn.Send(msg, int(g.stdout.Fd()), int(g.stderr.Fd()), int(g.proc.Fd())) != nil {
+	if e.conn.Send(msg, int(g.stdout.Fd()), int(g.stderr.Fd()), int(g.proc.Fd()), int(g.ends.Fd())) != nil {
 		e.conn.Close()
 		return false
 	}
 	return true
+}
+
+// recordEnd records where git's stderr for the transaction just committed ends.
+func (g *gitRun) recordEnd(to int64) {
+	g.ends.Write(binary.LittleEndian.AppendUint64(nil, uint64(to)))
 }
 
 func (g *gitRun) write(s string) error {
@@ -500,6 +518,7 @@ func (g *gitRun) close() {
 	}
 	g.stdout.Close()
 	g.stderr.Close()
+	g.ends.Close()
 	g.proc.Close()
 }
 

@@ -4,6 +4,7 @@ package group
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"strconv"
@@ -32,8 +33,20 @@ type member struct {
 // own), and where git's stderr for it begins.
 type attempt struct {
 	stdout, stderr, proc *os.File
+	ends                 *os.File // where each transaction's stderr ended (gitRun.ends)
 	place                int
 	errFrom              int64
+}
+
+// errEnd is where git's stderr for the member's update ended, as the leader recorded
+// it; -1 when it did not (one transaction for the whole group, or a leader that ended
+// first: then nothing was given to git after the member's update).
+func (a *attempt) errEnd() int64 {
+	b := make([]byte, 8)
+	if n, _ := a.ends.ReadAt(b, int64(a.place)*8); n < 8 {
+		return -1
+	}
+	return int64(binary.LittleEndian.Uint64(b))
 }
 
 // errOut is git's stderr for the member's update: from where it began to the offset
@@ -54,6 +67,7 @@ func (a *attempt) close() {
 		a.stdout.Close()
 		a.stderr.Close()
 		a.proc.Close()
+		a.ends.Close()
 	}
 }
 
@@ -191,7 +205,7 @@ func (m *member) wait(ctx context.Context, conn *platform.Conn) (Outcome, next, 
 func (m *member) message(msg []byte, fds []int) (out Outcome, then next, l *platform.Listener, b baton, done bool) {
 	kind, body := msg[0], msg[1:]
 	switch {
-	case kind == msgAttempt && len(fds) == 3:
+	case kind == msgAttempt && len(fds) == 4:
 		p, f, _ := strings.Cut(string(body), " ")
 		place, err1 := strconv.Atoi(p)
 		from, err2 := strconv.ParseInt(f, 10, 64)
@@ -203,6 +217,7 @@ func (m *member) message(msg []byte, fds []int) (out Outcome, then next, l *plat
 			stdout:  os.NewFile(uintptr(fds[0]), "git-stdout"),
 			stderr:  os.NewFile(uintptr(fds[1]), "git-stderr"),
 			proc:    os.NewFile(uintptr(fds[2]), "git"),
+			ends:    os.NewFile(uintptr(fds[3]), "git-stderr-ends"),
 			place:   place,
 			errFrom: from,
 		}
@@ -249,7 +264,7 @@ func (m *member) leaderGone(ctx context.Context) (Outcome, next, *platform.Liste
 		return Outcome{}, finished, nil, baton{} // interrupted; the caller exits
 	}
 	if m.att.committed() {
-		return Outcome{Applied: true, Stderr: m.att.errOut(-1)}, finished, nil, baton{}
+		return Outcome{Applied: true, Stderr: m.att.errOut(m.att.errEnd())}, finished, nil, baton{}
 	}
 	m.att.close()
 	m.att = nil
@@ -296,7 +311,7 @@ func (m *member) settle(ctx context.Context) (Outcome, next, *platform.Listener,
 		return Outcome{}, finished, nil, baton{}
 	}
 	if m.att.committed() {
-		return Outcome{Applied: true, Stderr: m.att.errOut(-1)}, finished, nil, baton{}
+		return Outcome{Applied: true, Stderr: m.att.errOut(m.att.errEnd())}, finished, nil, baton{}
 	}
 	return Outcome{}, finished, nil, baton{}
 }

@@ -15,10 +15,12 @@ import (
 //
 // From the leader:
 //
-//	'G' <place> SP <from> with git's stdout, git's stderr and git itself attached:
-//	    the update is in this git's input (sent before git is given it; a later 'G'
-//	    replaces it), it is applied if git reports more than <place> commits, and
-//	    git's stderr for it begins at offset <from>
+//	'G' <place> SP <from> with git's stdout, git's stderr, git itself and the file of
+//	    stderr ends attached: the update is in this git's input (sent before git is
+//	    given it; a later 'G' replaces it), it is applied if git reports more than
+//	    <place> commits, git's stderr for it begins at offset <from>, and, when each
+//	    update is its own transaction, ends at the offset the leader writes as the
+//	    <place>th 8-byte little-endian number of the ends file once it is committed
 //	'K' [<to>] the git of the last 'G' committed it; its stderr for it ends at <to>
 //	    (absent: at the end)
 //	'H' <baton> with the listening socket and other members' connections attached:

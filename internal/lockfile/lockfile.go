@@ -282,3 +282,21 @@ func sameFile(a, b fs.FileInfo) bool {
 	bc, bok := platform.ChangeTime(b)
 	return aok == bok && ac.Equal(bc)
 }
+
+// TryBreak is Break for a caller about to retry: again is true when the lock was
+// removed (removed says what went) or is no longer the stale file judged (gone, or
+// taken by a new holder: plain contention again). Otherwise why says, in a few words,
+// why the lock stays ("not removed: …", "could not remove it: …").
+func TryBreak(lock string, rule Rule, now time.Time) (removed *Broken, again bool, why string) {
+	b, err := Break(lock, rule, now)
+	var ns *NotStaleError
+	switch {
+	case err == nil:
+		return &b, true, ""
+	case errors.Is(err, ErrGone), errors.Is(err, ErrChanged):
+		return nil, true, ""
+	case errors.As(err, &ns):
+		return nil, false, ns.Error()
+	}
+	return nil, false, "could not remove it: " + err.Error()
+}

@@ -25,6 +25,24 @@ type Call struct {
 // false, the call must go to the real git as it is.
 func (c Call) UpdateRef() bool { return c.Command == "update-ref" }
 
+// Fetch reports whether the call is a `git fetch` that refretry runs (package fetch).
+// `git fetch --help` opens a manual page, which wants git's own terminal: it goes to
+// the real git.
+func (c Call) Fetch() bool {
+	if c.Command != "fetch" {
+		return false
+	}
+	for _, a := range c.Args {
+		if a == "--" {
+			break
+		}
+		if a == "--help" {
+			return false
+		}
+	}
+	return true
+}
+
 // Parse reads args (git's arguments, without argv[0]) as git 2.55's handle_options
 // does. ok is false for anything refretry should not interpret: an option git does
 // not know (git prints its usage), a missing value, the options that print something

@@ -1,0 +1,201 @@
+package fetch
+
+import (
+	"strings"
+
+	"github.com/refretry/refretry/internal/gitmsg"
+)
+
+// statusUnableToUpdate is the reason on a ref's status line when its update failed
+// for a reason git printed above it (a lock, a lost race): never a cause of its own.
+const statusUnableToUpdate = "unable to update local ref"
+
+// Messages (after "error: " or "fatal: ") that decide a class of their own. Matched as
+// substrings, in git 2.39's and 2.55's wording.
+var (
+	notFoundSigns = []string{
+		"does not appear to be a git repository",
+		"couldn't find remote ref ",
+		"' not found", // HTTP: "repository 'http://…/' not found"
+		"No such remote ",
+	}
+	declinedSigns = []string{
+		"update aborted by the reference-transaction hook", // 2.55
+		"ref updates aborted by hook",                      // 2.39
+	}
+	rejectedSigns = []string{
+		"refusing to fetch into branch ",
+		"refusing to fetch into current branch ",
+	}
+	// effectSigns are lines that only follow a cause git printed before them, or
+	// that report auto-maintenance after the fetch: they decide nothing.
+	effectSigns = []string{
+		"Could not read from remote repository.",
+		"unable to compact stack: data is locked",
+	}
+)
+
+// finding is one cause of a failure that git named, in the order it named them.
+type finding struct {
+	class Class
+	line  string
+}
+
+// Classify turns a finished git fetch (exit code and C-locale standard error) into an
+// *Error, or nil when it succeeded. Every error line and every rejected ref's status
+// line is read: a fetch updates many refs, and it is retried only when every failure
+// it names is one that another attempt can get past.
+func Classify(exitCode int, stderr []byte) *Error {
+	if exitCode == 0 {
+		return nil
+	}
+	e := &Error{ExitCode: exitCode, Class: ClassOther}
+	if exitCode == 129 {
+		e.Class, e.Message = ClassUsage, gitmsg.LastMessage(stderr)
+		return e
+	}
+	if gitmsg.ReadTransport(stderr).Auth {
+		e.Class, e.Message = ClassAuth, gitmsg.LastMessage(stderr)
+		return e
+	}
+	var (
+		first  *finding // the first cause that is not a lock or a lost race
+		lock   *finding
+		locked *LockedError
+		race   *finding
+		moved  *MovedError
+	)
+	lines := gitmsg.Lines(stderr)
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		msg, isError := errorMessage(line)
+		if !isError {
+			if f := otherLine(line); f != nil && first == nil {
+				first = f
+			}
+			continue
+		}
+		inner, ref := gitmsg.StripCannotLockRef(msg)
+		if r, rest, ok := cutDeleteRef(inner); ok {
+			inner, ref = rest, r
+		}
+		if m := gitmsg.Exists().FindStringSubmatch(inner); m != nil {
+			_, _, used := gitmsg.ReadAdvice(lines[i+1:])
+			i += used
+			if lock == nil {
+				lock, locked = &finding{ClassLockContention, line}, &LockedError{Lock: m[1], Ref: ref}
+			}
+			continue
+		}
+		if inner == "cannot lock references" { // reftable: tables.list.lock was held
+			if lock == nil {
+				lock, locked = &finding{ClassLockContention, line}, &LockedError{Ref: ref}
+			}
+			continue
+		}
+		if m := gitmsg.CAS().FindStringSubmatch(inner); m != nil && ref != "" {
+			if race == nil {
+				race, moved = &finding{ClassLostRace, line}, &MovedError{Ref: ref, Actual: m[1], Expected: m[2]}
+			}
+			continue
+		}
+		if f := errorClass(line, msg); f != nil && first == nil {
+			first = f
+		}
+	}
+	switch {
+	case first != nil:
+		e.Class, e.Message = first.class, first.line
+	case lock != nil:
+		e.Class, e.Message, e.Cause = lock.class, lock.line, locked
+	case race != nil:
+		e.Class, e.Message, e.Cause = race.class, race.line, moved
+	default:
+		e.Message = gitmsg.LastMessage(stderr)
+	}
+	return e
+}
+
+// errorMessage is line's message without git's "error: " or "fatal: ".
+func errorMessage(line string) (string, bool) {
+	for _, p := range []string{"error: ", "fatal: "} {
+		if msg, ok := strings.CutPrefix(line, p); ok {
+			return msg, true
+		}
+	}
+	return "", false
+}
+
+// cutDeleteRef removes "could not delete reference <ref>: " (a pruned ref), returning
+// the ref and the rest.
+func cutDeleteRef(msg string) (ref, rest string, ok bool) {
+	after, ok := strings.CutPrefix(msg, "could not delete reference ")
+	if !ok {
+		return "", msg, false
+	}
+	ref, rest, ok = strings.Cut(after, ": ")
+	return ref, rest, ok
+}
+
+// errorClass is the cause an error line names, other than a lock or a lost race; nil
+// for a line that only reports the effect of another cause.
+func errorClass(line, msg string) *finding {
+	switch {
+	case strings.HasPrefix(msg, "task '") && strings.HasSuffix(msg, "' failed"):
+		return nil // auto-maintenance after the fetch
+	case containsAny(msg, effectSigns):
+		return nil
+	case containsAny(msg, notFoundSigns):
+		return &finding{ClassNotFound, line}
+	case containsAny(msg, declinedSigns):
+		return &finding{ClassDeclined, line}
+	case containsAny(msg, rejectedSigns):
+		return &finding{ClassRejected, line}
+	}
+	if t := gitmsg.ReadTransport([]byte(line)); t.Line != "" {
+		return &finding{ClassTransport, line}
+	}
+	return &finding{ClassOther, line}
+}
+
+// otherLine is the cause a line without "error: " or "fatal: " names: a rejected
+// ref's status line, or a transport failure that ssh or libcurl reported in words of
+// their own. nil for anything else (progress, "From <url>", updated refs, remote:
+// lines, hints).
+func otherLine(line string) *finding {
+	if rest, ok := strings.CutPrefix(line, " ! "); ok {
+		if statusReason(rest) == statusUnableToUpdate {
+			return nil
+		}
+		return &finding{ClassRejected, line}
+	}
+	if strings.HasPrefix(line, "remote:") || strings.HasPrefix(line, "hint:") {
+		return nil
+	}
+	if t := gitmsg.ReadTransport([]byte(line)); t.Line != "" {
+		return &finding{ClassTransport, line}
+	}
+	return nil
+}
+
+// statusReason is the reason in parentheses that ends a ref's status line.
+func statusReason(status string) string {
+	status = strings.TrimRight(status, " ")
+	if !strings.HasSuffix(status, ")") {
+		return ""
+	}
+	i := strings.LastIndex(status, "(")
+	if i < 0 {
+		return ""
+	}
+	return status[i+1 : len(status)-1]
+}
+
+func containsAny(s string, signs []string) bool {
+	for _, sign := range signs {
+		if strings.Contains(s, sign) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,453 @@
+package fetch_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/refretry/refretry/fetch"
+	"github.com/refretry/refretry/internal/gitserver"
+	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/transaction"
+)
+
+// combos are the gits and backends every fetch test runs on.
+func combos(t *testing.T) []combo {
+	cur, old := testutil.NewGit(t), testutil.SystemGit(t)
+	return []combo{{cur, "files"}, {cur, "reftable"}, {old, "files"}}
+}
+
+type combo struct {
+	git     testutil.Git
+	backend string
+}
+
+func (c combo) name() string { return c.git.Name() + "/" + c.backend }
+
+// world is a bare remote with main and b1..b20, a clone of it, and the remote's
+// branches then moved to a new commit: every fetch has 20 remote-tracking refs to
+// update.
+type world struct {
+	t      testing.TB
+	c      combo
+	root   string
+	remote string // the bare repository
+	clone  string // the clone's work tree
+	env    []string
+}
+
+const branches = 20
+
+func newWorld(t testing.TB, c combo) *world {
+	t.Helper()
+	root := t.TempDir()
+	w := &world{t: t, c: c, root: root, remote: filepath.Join(root, "remote.git"), clone: filepath.Join(root, "clone"),
+		env: hermetic.Env(os.Environ(), root)}
+	format := []string{}
+	if c.backend == "reftable" {
+		format = []string{"--ref-format=reftable"}
+	}
+	w.git(root, append([]string{"init", "-q", "--bare", "-b", "main"}, append(format, w.remote)...)...)
+	a := w.commit("A", "")
+	w.git(w.remote, "update-ref", "refs/heads/main", a)
+	for i := 1; i <= branches; i++ {
+		w.git(w.remote, "update-ref", fmt.Sprintf("refs/heads/b%d", i), a)
+	}
+	w.git(root, append([]string{"clone", "-q"}, append(format, "file://"+w.remote, w.clone)...)...)
+	w.move()
+	return w
+}
+
+// commit makes a commit in the remote with an empty tree.
+func (w *world) commit(msg, parent string) string {
+	w.t.Helper()
+	tree := w.git(w.remote, "mktree")
+	args := []string{"commit-tree", "-m", msg, tree}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	return w.git(w.remote, args...)
+}
+
+// move moves every remote branch to a new commit on top of main, returning it.
+func (w *world) move() string {
+	w.t.Helper()
+	b := w.commit("moved", w.git(w.remote, "rev-parse", "main"))
+	w.git(w.remote, "update-ref", "refs/heads/main", b)
+	for i := 1; i <= branches; i++ {
+		w.git(w.remote, "update-ref", fmt.Sprintf("refs/heads/b%d", i), b)
+	}
+	return b
+}
+
+func (w *world) git(dir string, args ...string) string {
+	w.t.Helper()
+	cmd := exec.Command(w.c.git.Path, args...)
+	cmd.Dir, cmd.Env = dir, w.env
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	if err != nil {
+		w.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// behind counts the clone's remote-tracking refs that differ from the remote's branches.
+func (w *world) behind() int {
+	w.t.Helper()
+	n := 0
+	for i := 0; i <= branches; i++ {
+		name := "main"
+		if i > 0 {
+			name = fmt.Sprintf("b%d", i)
+		}
+		if w.git(w.clone, "rev-parse", "refs/remotes/origin/"+name) != w.git(w.remote, "rev-parse", "refs/heads/"+name) {
+			n++
+		}
+	}
+	return n
+}
+
+// lockPath is the lock a fetch of ref must take in the clone.
+func (w *world) lockPath(ref string) string {
+	if w.c.backend == "reftable" {
+		return filepath.Join(w.clone, ".git", "reftable", "tables.list.lock")
+	}
+	return filepath.Join(w.clone, ".git", filepath.FromSlash(ref)+".lock")
+}
+
+func hold(t testing.TB, path string) func() {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { os.Remove(path) }) }
+}
+
+// result is one Run.
+type result struct {
+	code           int
+	err            error
+	stdout, stderr string
+	attempts       []retry.Attempt
+}
+
+func (r result) classes() []fetch.Class {
+	var cs []fetch.Class
+	for _, a := range r.attempts {
+		var e *fetch.Error
+		switch {
+		case a.Err == nil:
+			cs = append(cs, "ok")
+		case errors.As(a.Err, &e):
+			cs = append(cs, e.Class)
+		default:
+			cs = append(cs, "?")
+		}
+	}
+	return cs
+}
+
+func policy(attempts int) func() (transaction.Settings, error) {
+	return func() (transaction.Settings, error) {
+		return transaction.Settings{Policy: retry.Policy{
+			InitialDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond, Multiplier: 2,
+			MaxAttempts: attempts, Timeout: time.Minute,
+		}, StaleAfter: transaction.DefaultStaleAfter}, nil
+	}
+}
+
+// run runs refretry's fetch in the clone, with configure's changes to the Runner.
+func (w *world) run(configure func(*fetch.Runner), args ...string) result {
+	w.t.Helper()
+	var out, errOut bytes.Buffer
+	var mu sync.Mutex
+	var attempts []retry.Attempt
+	r := &fetch.Runner{
+		Git: w.c.git.Path, Dirs: []string{w.clone}, Env: w.env,
+		Stdout: &out, Stderr: &errOut, Settings: policy(20),
+		OnAttempt: func(a retry.Attempt) { mu.Lock(); attempts = append(attempts, a); mu.Unlock() },
+	}
+	if configure != nil {
+		configure(r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code, err := r.Run(ctx, args)
+	return result{code, err, out.String(), errOut.String(), attempts}
+}
+
+// plain runs git fetch itself in dir.
+func (w *world) plain(dir string, args ...string) result {
+	w.t.Helper()
+	cmd := exec.Command(w.c.git.Path, append([]string{"fetch"}, args...)...)
+	cmd.Dir, cmd.Env = dir, append(slices.Clone(w.env), "LC_ALL=C")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatal(err)
+	}
+	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+// TestConcurrentFetches: 16 fetches at once into one clone, whose 20 remote-tracking
+// refs all need moving, all succeed and leave every ref at the remote's value. Plain
+// git fails most of them (lost races and held locks); the test checks refretry only.
+func TestConcurrentFetches(t *testing.T) {
+	t.Parallel()
+	for _, c := range combos(t) {
+		t.Run(c.name(), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, c)
+			const n = 16
+			results := make([]result, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() { defer wg.Done(); results[i] = w.run(nil, "origin") }()
+			}
+			wg.Wait()
+			for i, r := range results {
+				if r.code != 0 {
+					t.Errorf("fetch %d: exit %d, attempts %v\n%s", i, r.code, r.classes(), r.stderr)
+				}
+				for _, cl := range r.classes()[:len(r.attempts)-1] {
+					if !cl.Retryable() {
+						t.Errorf("fetch %d retried a %s failure", i, cl)
+					}
+				}
+			}
+			if b := w.behind(); b != 0 {
+				t.Errorf("%d remote-tracking refs differ from the remote", b)
+			}
+		})
+	}
+}
+
+// TestHeldLockReleased: a lock held by someone else fails the first attempt; once it
+// is released, the retry fetches everything. The caller sees the final attempt's
+// output only.
+func TestHeldLockReleased(t *testing.T) {
+	t.Parallel()
+	for _, c := range combos(t) {
+		t.Run(c.name(), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, c)
+			lock := w.lockPath("refs/remotes/origin/b3")
+			release := hold(t, lock)
+			defer release()
+			r := w.run(func(r *fetch.Runner) {
+				// git's own wait off, so that the held lock fails the attempt at once.
+				r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0' 'reftable.locktimeout'='0'")
+				record := r.OnAttempt
+				r.OnAttempt = func(a retry.Attempt) { record(a); release() }
+			}, "origin")
+			if r.code != 0 || !slices.Equal(r.classes(), []fetch.Class{fetch.ClassLockContention, "ok"}) {
+				t.Fatalf("exit %d, attempts %v\n%s", r.code, r.classes(), r.stderr)
+			}
+			if strings.Contains(r.stderr, "cannot lock") || !strings.Contains(r.stderr, "-> origin/b3") {
+				t.Errorf("stderr is not the final attempt's alone:\n%s", r.stderr)
+			}
+			if b := w.behind(); b != 0 {
+				t.Errorf("%d remote-tracking refs differ from the remote", b)
+			}
+		})
+	}
+}
+
+// TestFinalFailuresAsGit: failures another attempt cannot fix end after one attempt,
+// with git's own stdout, stderr and exit code, as plain git fetch leaves them in an
+// identical clone.
+func TestFinalFailuresAsGit(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		class fetch.Class
+		setup func(w *world) []string // returns git fetch's arguments
+	}{
+		{"missing ref", fetch.ClassNotFound, func(w *world) []string { return []string{"origin", "refs/heads/nope"} }},
+		{"missing repository", fetch.ClassNotFound, func(w *world) []string { return []string{filepath.Join(w.root, "nope.git")} }},
+		{"missing remote", fetch.ClassNotFound, func(w *world) []string { return []string{"nosuchremote"} }},
+		{"usage", fetch.ClassUsage, func(w *world) []string { return []string{"--no-such-option"} }},
+		{"non-fast-forward", fetch.ClassRejected, func(w *world) []string {
+			w.git(w.clone, "update-ref", "refs/heads/loc", "refs/remotes/origin/main")
+			w.git(w.remote, "update-ref", "refs/heads/b5", w.commit("unrelated", ""))
+			return []string{"origin", "refs/heads/b5:refs/heads/loc"}
+		}},
+		{"would clobber tag", fetch.ClassRejected, func(w *world) []string {
+			w.git(w.remote, "tag", "t1", "main~1")
+			w.git(w.clone, "fetch", "-q", "origin", "refs/tags/*:refs/tags/*")
+			w.git(w.remote, "tag", "-f", "t1", "main")
+			return []string{"origin", "refs/tags/*:refs/tags/*"}
+		}},
+		{"checked-out branch", fetch.ClassRejected, func(w *world) []string { return []string{"origin", "refs/heads/b5:refs/heads/main"} }},
+		{"hook", fetch.ClassDeclined, func(w *world) []string {
+			hook := filepath.Join(w.clone, ".git", "hooks", "reference-transaction")
+			if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+				w.t.Fatal(err)
+			}
+			if err := os.WriteFile(hook, []byte("#!/bin/sh\n[ \"$1\" = prepared ] && exit 1\nexit 0\n"), 0o755); err != nil {
+				w.t.Fatal(err)
+			}
+			return []string{"origin"}
+		}},
+	}
+	for _, c := range combos(t) {
+		for _, tc := range cases {
+			t.Run(c.name()+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				w := newWorld(t, c)
+				args := tc.setup(w)
+				// The same start for plain git: a copy of the whole world.
+				twin := filepath.Join(t.TempDir(), "world")
+				if out, err := exec.Command("cp", "-a", w.root, twin).CombinedOutput(); err != nil {
+					t.Fatalf("cp: %v\n%s", err, out)
+				}
+				r := w.run(nil, args...)
+				want := w.plain(filepath.Join(twin, "clone"), replaceRoot(args, w.root, twin)...)
+				want.stderr = strings.ReplaceAll(want.stderr, twin, w.root)
+				if r.code != want.code || r.stdout != want.stdout || r.stderr != want.stderr {
+					t.Errorf("refretry fetch: exit %d\n%s\nplain git fetch: exit %d\n%s", r.code, r.stderr, want.code, want.stderr)
+				}
+				if got := r.classes(); !slices.Equal(got, []fetch.Class{tc.class}) {
+					t.Errorf("attempts %v, want one %s", got, tc.class)
+				}
+			})
+		}
+	}
+}
+
+func replaceRoot(args []string, from, to string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, from, to)
+	}
+	return out
+}
+
+// TestStaleLock: a lock whose ~pid.lock names a process that is gone, old enough to be
+// past any doubt, stops the fetch at once with the advice to remove it; with
+// BreakStaleLocks refretry removes it and the fetch lands.
+func TestStaleLock(t *testing.T) {
+	t.Parallel()
+	c := combo{testutil.NewGit(t), "files"}
+	for _, breakIt := range []bool{false, true} {
+		t.Run(fmt.Sprint("break=", breakIt), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, c)
+			lock := w.lockPath("refs/remotes/origin/b3")
+			hold(t, lock)
+			pidFile := strings.TrimSuffix(lock, ".lock") + "~pid.lock"
+			if err := os.WriteFile(pidFile, []byte("pid 4194304\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			old := time.Now().Add(-time.Hour)
+			for _, p := range []string{lock, pidFile} {
+				os.Chtimes(p, old, old)
+			}
+			r := w.run(func(r *fetch.Runner) { r.BreakStaleLocks = breakIt }, "origin")
+			if !breakIt {
+				var e *fetch.Error
+				if r.code != 1 || !errors.As(r.err, &e) || e.Class != fetch.ClassStaleLock || len(r.attempts) != 1 {
+					t.Fatalf("exit %d, err %v, attempts %v", r.code, r.err, r.classes())
+				}
+				if adv := e.Advice(); !strings.Contains(adv, "rm -f '"+lock+"'") {
+					t.Errorf("advice %q does not say how to remove the lock", adv)
+				}
+				if _, err := os.Stat(lock); err != nil {
+					t.Errorf("the lock was touched: %v", err)
+				}
+				return
+			}
+			if r.code != 0 || !strings.Contains(r.stderr, "refretry: removed stale lock '"+lock+"'") {
+				t.Fatalf("exit %d, attempts %v\n%s", r.code, r.classes(), r.stderr)
+			}
+			if b := w.behind(); b != 0 {
+				t.Errorf("%d remote-tracking refs differ from the remote", b)
+			}
+		})
+	}
+}
+
+// TestStdinRefspecs: with --stdin, every attempt reads the caller's refspecs.
+func TestStdinRefspecs(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, combo{testutil.NewGit(t), "files"})
+	lock := w.lockPath("refs/remotes/origin/b3")
+	release := hold(t, lock)
+	defer release()
+	r := w.run(func(r *fetch.Runner) {
+		r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0'")
+		r.Stdin = strings.NewReader("refs/heads/b3:refs/remotes/origin/b3\nrefs/heads/b4:refs/remotes/origin/b4\n")
+		record := r.OnAttempt
+		r.OnAttempt = func(a retry.Attempt) { record(a); release() }
+	}, "--stdin", "origin")
+	if r.code != 0 || len(r.attempts) != 2 {
+		t.Fatalf("exit %d, attempts %v\n%s", r.code, r.classes(), r.stderr)
+	}
+	for _, b := range []string{"b3", "b4"} {
+		if w.git(w.clone, "rev-parse", "refs/remotes/origin/"+b) != w.git(w.remote, "rev-parse", b) {
+			t.Errorf("%s was not fetched on the second attempt", b)
+		}
+	}
+}
+
+// TestHTTP: over smart HTTP (git http-backend), a server error is retried, while an
+// authentication failure and a missing repository end the run after one attempt.
+func TestHTTP(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	cases := []struct {
+		name string
+		opts gitserver.Options
+		repo string
+		want []fetch.Class
+		code int
+	}{
+		{"500 then served", gitserver.Options{FailStatus: 500, FailFirst: 1}, "remote.git", []fetch.Class{fetch.ClassTransport, "ok"}, 0},
+		{"hang-up then served", gitserver.Options{HangUp: 1}, "remote.git", []fetch.Class{fetch.ClassTransport, "ok"}, 0},
+		{"authentication", gitserver.Options{User: "u", Password: "p"}, "remote.git", []fetch.Class{fetch.ClassAuth}, 128},
+		{"missing repository", gitserver.Options{}, "nope.git", []fetch.Class{fetch.ClassNotFound}, 128},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, combo{g, "files"})
+			s, err := gitserver.Start(g.Path, w.root, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			url := s.URL(tc.repo)
+			r := w.run(func(r *fetch.Runner) {
+				r.Env = append(slices.Clone(r.Env), "GIT_TERMINAL_PROMPT=0")
+			}, url, "+refs/heads/*:refs/remotes/origin/*")
+			if r.code != tc.code || !slices.Equal(r.classes(), tc.want) {
+				t.Fatalf("exit %d, attempts %v, want exit %d after %v\n%s", r.code, r.classes(), tc.code, tc.want, r.stderr)
+			}
+			if tc.code == 0 {
+				if b := w.behind(); b != 0 {
+					t.Errorf("%d remote-tracking refs differ from the remote", b)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/refretry/refretry/fetch"
+	"github.com/refretry/refretry/internal/report"
+)
+
+// FetchCmd runs git fetch with the caller's arguments, retrying local lock
+// contention, refs moved by a concurrent fetch, and transport failures (package
+// fetch). It has no options of its own: every argument is git fetch's.
+type FetchCmd struct {
+	// Args are git fetch's arguments, verbatim; Run fills them in, kong never sees them.
+	Args []string `kong:"-"`
+	// GitArgs are git's global options other than -C (the shim's `git -c k=v fetch`),
+	// passed on before fetch; see shim.go.
+	GitArgs []string `kong:"-"`
+}
+
+// Run runs the fetch.
+func (c *FetchCmd) Run(in *invocation) error {
+	arm(in.ctx) // a fetch may take long: catch signals from the start (signals.go)
+	if err := in.check(); err != nil {
+		return err
+	}
+	lg := in.log("fetch")
+	f := &fetch.Runner{
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, GlobalArgs: c.GitArgs,
+		Stdin: in.s.Stdin, Stdout: in.s.Stdout, Stderr: lg.Stderr(),
+		Settings:  in.settings,
+		OnAttempt: lg.Attempt,
+	}
+	code, err := f.Run(in.ctx, c.Args)
+	lg.Finish(code, err, func() report.Refs { return report.Refs{Updates: -1} })
+	if errors.Is(err, fetch.ErrGitNotFound) {
+		return exitError(report.ExitGitMissing)
+	}
+	if code != 0 {
+		return exitError(code)
+	}
+	return nil
+}
