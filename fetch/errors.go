@@ -104,12 +104,19 @@ func (e *Error) HolderUnseen() bool {
 	return errors.As(e, &l) && l.HolderUnseen
 }
 
-// Advice says, for a stale lock, whose it is, how old, and how to remove it; git's
+// Advice says, for a stale lock, whose it is, how old, and how to remove it; for a
+// held lock whose holder pid is not running here, why it was still waited for. git's
 // output says all there is to say about any other failure ("").
 func (e *Error) Advice() string {
 	var l *LockedError
-	if e.Class != ClassStaleLock || !errors.As(e, &l) {
+	if !errors.As(e, &l) {
 		return ""
 	}
-	return l.StaleAdvice()
+	switch e.Class {
+	case ClassStaleLock:
+		return l.StaleAdvice()
+	case ClassLockContention:
+		return l.WaitAdvice()
+	}
+	return ""
 }

@@ -144,8 +144,9 @@ func (p *Runner) input(args []string) (func() io.Reader, error) {
 	return func() io.Reader { return bytes.NewReader(b) }, nil
 }
 
-// checkStale turns lock contention into a stale lock when the lock's holder is known
-// to be gone, and, when asked to, removes such a lock so that the fetch runs again.
+// checkStale turns lock contention into a stale lock when the lock counts as stale
+// (lockfile.Rule: a holder pid not running here proves nothing before the pid grace),
+// and, when asked to, removes such a lock so that the fetch runs again.
 func (p *Runner) checkStale(e *Error, settings func() (transaction.Settings, error)) {
 	var l *LockedError
 	if e.Class != ClassLockContention || !errors.As(e, &l) {
@@ -166,7 +167,7 @@ func (p *Runner) checkStale(e *Error, settings func() (transaction.Settings, err
 	if !f.Present {
 		return // released meanwhile: contention, and over
 	}
-	l.Age, l.PID = f.Age, f.PID
+	l.Age, l.PID, l.HolderUnseen, l.Waiting = f.Age, f.PID, f.Unseen, f.Wait
 	if !f.Stale {
 		return
 	}

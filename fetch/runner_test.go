@@ -387,6 +387,59 @@ func TestStaleLock(t *testing.T) {
 	}
 }
 
+// TestUnseenHolder (#15): a new lock whose ~pid.lock names a pid no process here has
+// (as a live holder in another container would look) is waited for, even with
+// BreakStaleLocks: the fetch retries and lands once the lock goes. If the budget ends
+// first, the advice says why the lock was still waited for.
+func TestUnseenHolder(t *testing.T) {
+	t.Parallel()
+	c := combo{testutil.NewGit(t), "files"}
+	for _, lands := range []bool{true, false} {
+		t.Run(fmt.Sprint("lands=", lands), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, c)
+			lock := w.lockPath("refs/remotes/origin/b3")
+			release := hold(t, lock)
+			defer release()
+			pidFile := strings.TrimSuffix(lock, ".lock") + "~pid.lock"
+			if err := os.WriteFile(pidFile, []byte("pid 4194304\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := w.run(func(r *fetch.Runner) {
+				r.BreakStaleLocks = true
+				r.Settings = policy(2)
+				if lands {
+					record := r.OnAttempt
+					r.OnAttempt = func(a retry.Attempt) { record(a); os.Remove(pidFile); release() }
+				}
+			}, "origin")
+			if strings.Contains(r.stderr, "removed stale lock") {
+				t.Fatalf("the lock was removed:\n%s", r.stderr)
+			}
+			if lands {
+				if r.code != 0 || len(r.attempts) != 2 || r.classes()[0] != fetch.ClassLockContention {
+					t.Fatalf("exit %d, attempts %v\n%s", r.code, r.classes(), r.stderr)
+				}
+				if b := w.behind(); b != 0 {
+					t.Errorf("%d remote-tracking refs differ from the remote", b)
+				}
+				return
+			}
+			var e *fetch.Error
+			if r.code == 0 || !errors.As(r.err, &e) || e.Class != fetch.ClassLockContention || !e.HolderUnseen() {
+				t.Fatalf("exit %d, err %v, attempts %v", r.code, r.err, r.classes())
+			}
+			want := "its holder, process 4194304 (from the ~pid.lock file), is not running here, but the lock is younger than the pid grace of 2m0s"
+			if adv := e.Advice(); !strings.HasPrefix(adv, "lock "+lock+" (age ") || !strings.Contains(adv, want) {
+				t.Errorf("advice %q, want it to say %q", adv, want)
+			}
+			if _, err := os.Stat(lock); err != nil {
+				t.Errorf("the lock was touched: %v", err)
+			}
+		})
+	}
+}
+
 // TestStdinRefspecs: with --stdin, every attempt reads the caller's refspecs.
 func TestStdinRefspecs(t *testing.T) {
 	t.Parallel()
