@@ -65,4 +65,5 @@ for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
 	GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go build -o /dev/null . ||
 		{ echo "cross-compiling for $target failed"; exit 1; }
 done
+scripts/release-check.sh # GoReleaser config, snapshot, install script, Action, GitLab component
 echo "== all checks passed"

@@ -1,0 +1,347 @@
+package releasetest
+
+import (
+	"bytes"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/refretry/refretry/internal/testutil"
+)
+
+type glInput struct {
+	Description string   `yaml:"description"`
+	Default     *string  `yaml:"default"`
+	Options     []string `yaml:"options"`
+}
+
+type glJob struct {
+	Stage        string            `yaml:"stage"`
+	Image        string            `yaml:"image"`
+	Variables    map[string]string `yaml:"variables"`
+	BeforeScript []string          `yaml:"before_script"`
+	Script       []string          `yaml:"script"`
+}
+
+// component is templates/refretry.yml: its spec header and its jobs, before the
+// inputs are interpolated.
+type component struct {
+	inputs map[string]glInput
+	jobs   yaml.Node
+	body   string // the text after the header
+}
+
+func loadComponent(t *testing.T) component {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "templates", "refretry.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var header struct {
+		Spec struct {
+			Inputs map[string]glInput `yaml:"inputs"`
+		} `yaml:"spec"`
+	}
+	var c component
+	if err := dec.Decode(&header); err != nil {
+		t.Fatalf("spec header: %v", err)
+	}
+	if err := dec.Decode(&c.jobs); err != nil {
+		t.Fatalf("jobs: %v", err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		t.Fatalf("more than two YAML documents (%v)", err)
+	}
+	c.inputs = header.Spec.Inputs
+	_, c.body, _ = strings.Cut(string(b), "\n---\n")
+	return c
+}
+
+var glInputRef = regexp.MustCompile(`\$\[\[\s*inputs\.([\w-]+)\s*\]\]`)
+
+// interpolate returns the component's jobs with $[[ inputs.NAME ]] replaced as GitLab
+// does: in the parsed values (and keys), by the given input or its default.
+func (c component) interpolate(t *testing.T, inputs map[string]string) map[string]glJob {
+	t.Helper()
+	for name := range inputs {
+		if _, ok := c.inputs[name]; !ok {
+			t.Fatalf("no input %s", name)
+		}
+	}
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode {
+			n.Value = glInputRef.ReplaceAllStringFunc(n.Value, func(m string) string {
+				name := glInputRef.FindStringSubmatch(m)[1]
+				if v, ok := inputs[name]; ok {
+					return v
+				}
+				return *c.inputs[name].Default
+			})
+		}
+		for _, child := range n.Content {
+			walk(child)
+		}
+	}
+	n := c.jobs // the tree is shared; interpolate a deep copy
+	var b bytes.Buffer
+	if err := yaml.NewEncoder(&b).Encode(&n); err != nil {
+		t.Fatal(err)
+	}
+	var copied yaml.Node
+	if err := yaml.Unmarshal(b.Bytes(), &copied); err != nil {
+		t.Fatal(err)
+	}
+	walk(&copied)
+	var jobs map[string]glJob
+	if err := copied.Decode(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// TestGitLabComponent checks the component without running it: its inputs are the
+// Action's (plus where the job goes), each is declared and used, no input reaches a
+// script except through a variable, and its install code is scripts/action-install.sh.
+func TestGitLabComponent(t *testing.T) {
+	t.Parallel()
+	c := loadComponent(t)
+	want := slices.Sorted(maps.Keys(loadAction(t).Inputs))
+	want = append(want, "image", "job-name", "stage")
+	slices.Sort(want)
+	if got := slices.Sorted(maps.Keys(c.inputs)); !slices.Equal(got, want) {
+		t.Errorf("inputs %q, want the Action's and image, job-name, stage: %q", got, want)
+	}
+	used := map[string]bool{}
+	for _, m := range glInputRef.FindAllStringSubmatch(c.body, -1) {
+		used[m[1]] = true
+		if _, ok := c.inputs[m[1]]; !ok {
+			t.Errorf("%s is used but not declared", m[0])
+		}
+	}
+	for name, in := range c.inputs {
+		if !used[name] {
+			t.Errorf("input %s is declared but not used", name)
+		}
+		if in.Description == "" || in.Default == nil {
+			t.Errorf("input %s needs a description and a default", name)
+		}
+		if in.Options != nil && !slices.Contains(in.Options, *in.Default) {
+			t.Errorf("input %s: default %q is not one of its options", name, *in.Default)
+		}
+	}
+
+	jobs := c.interpolate(t, nil)
+	job, ok := jobs["refretry"]
+	if !ok || len(jobs) != 1 {
+		t.Fatalf("jobs %v, want one, named by job-name", slices.Collect(maps.Keys(jobs)))
+	}
+	if job.Stage != "test" || job.Image == "" || len(job.BeforeScript) == 0 || len(job.Script) == 0 {
+		t.Errorf("job %+v", job)
+	}
+	for _, s := range append(slices.Clone(job.BeforeScript), job.Script...) {
+		if strings.Contains(s, "$[[") {
+			t.Errorf("a script interpolates an input:\n%s", s)
+		}
+	}
+	script, err := os.ReadFile(filepath.Join(root, "scripts", "action-install.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := embeddedInstall(t, job); got != string(script) {
+		t.Errorf("the component's install code is not scripts/action-install.sh: update the copy between the REFRETRY_INSTALL_SH lines")
+	}
+}
+
+// embeddedInstall is the text of the install script the job's before_script runs.
+func embeddedInstall(t *testing.T, job glJob) string {
+	t.Helper()
+	all := strings.Join(job.BeforeScript, "\n")
+	_, rest, ok := strings.Cut(all, "<<'REFRETRY_INSTALL_SH'\n")
+	body, _, ok2 := strings.Cut(rest, "\nREFRETRY_INSTALL_SH\n")
+	if !ok || !ok2 {
+		t.Fatal("no REFRETRY_INSTALL_SH here-document in before_script")
+	}
+	return body + "\n"
+}
+
+// TestGitLabExample: the example pipeline parses, and what it passes to the component
+// is what the component takes.
+func TestGitLabExample(t *testing.T) {
+	t.Parallel()
+	c := loadComponent(t)
+	b, err := os.ReadFile(filepath.Join(root, "examples", "gitlab", "component.gitlab-ci.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Include []struct {
+			Component string            `yaml:"component"`
+			Inputs    map[string]string `yaml:"inputs"`
+		} `yaml:"include"`
+		Stages []string `yaml:"stages"`
+	}
+	if err := yaml.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Include) == 0 {
+		t.Fatal("the example includes nothing")
+	}
+	for _, inc := range p.Include {
+		if !regexp.MustCompile(`^\$CI_SERVER_FQDN/.+/refretry@v\d+\.\d+\.\d+$`).MatchString(inc.Component) {
+			t.Errorf("component %q", inc.Component)
+		}
+		for name, v := range inc.Inputs {
+			in, ok := c.inputs[name]
+			switch {
+			case !ok:
+				t.Errorf("the example passes %s, which the component does not take", name)
+			case in.Options != nil && !slices.Contains(in.Options, v):
+				t.Errorf("the example passes %s: %q, not one of %q", name, v, in.Options)
+			case name == "stage" && !slices.Contains(p.Stages, v):
+				t.Errorf("stage %q is not among the pipeline's stages %q", v, p.Stages)
+			}
+		}
+	}
+}
+
+// glRun is one run of the component's job, as a GitLab runner runs it: the job's
+// variables (expanded) in the environment, before_script and script (and extra, as
+// a job of the same name would give its own) in one bash, in CI_PROJECT_DIR.
+func glRun(t *testing.T, c component, inputs map[string]string, env []string, projectDir string, extra ...string) (string, error) {
+	t.Helper()
+	jobs := c.interpolate(t, inputs)
+	name := "refretry"
+	if v, ok := inputs["job-name"]; ok {
+		name = v
+	}
+	job := jobs[name]
+	env = append(env, "CI=true", "GITLAB_CI=true", "CI_JOB_ID=42", "CI_PROJECT_DIR="+projectDir)
+	lookup := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if key, v, ok := strings.Cut(env[i], "="); ok && key == k {
+				return v
+			}
+		}
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(job.Variables)) {
+		env = append(env, k+"="+os.Expand(job.Variables[k], lookup))
+	}
+	script := "set -eo pipefail\n" + strings.Join(job.BeforeScript, "\n") + "\n" +
+		strings.Join(job.Script, "\n") + "\n" + strings.Join(extra, "\n") + "\n"
+	file := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "--noprofile", "--norc", file)
+	cmd.Dir, cmd.Env = projectDir, env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// glEnv is a job's environment around a throwaway repository made by git 2.55, with
+// a bare remote "origin" beside it.
+func glEnv(t *testing.T) (*testutil.Repo, []string) {
+	t.Helper()
+	g := testutil.NewGit(t)
+	r := testutil.NewRepo(t, g, "reftable")
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	r.Run("init", "-q", "--bare", remote)
+	r.Run("remote", "add", "origin", remote)
+	env := goEnv(t)
+	for _, kv := range r.Env {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	return r, append(env, "PATH="+filepath.Dir(g.Path)+":"+os.Getenv("PATH"))
+}
+
+// TestGitLabComponentRun runs the component's job against the snapshot release on a
+// local server.
+func TestGitLabComponentRun(t *testing.T) {
+	rel := needRelease(t)
+	c := loadComponent(t)
+	url, hits := rel.serve(t, nil)
+
+	t.Run("release, update, push, shim", func(t *testing.T) {
+		t.Parallel()
+		r, env := glEnv(t)
+		which := filepath.Join(t.TempDir(), "which-git")
+		out, err := glRun(t, c, map[string]string{
+			"version": rel.tag, "args": "refs/ci/1/a HEAD", "push": "origin refs/ci/1/a",
+			"timeout": "30s", "max-attempts": "5", "install-shim": "true",
+		}, append(env, "REFRETRY_RELEASES_URL="+url), r.Dir,
+			// A job's own script after the component's: git update-ref goes through the shim.
+			`command -v git >`+which, `git update-ref refs/ci/1/shim HEAD`)
+		if err != nil {
+			t.Fatalf("job: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "installed "+rel.hostArchive()) || hits(rel.hostArchive()) == 0 {
+			t.Errorf("the job did not install the release archive:\n%s", out)
+		}
+		refs := r.Refs("refs/ci/")
+		if refs["refs/ci/1/a"] != r.Commit || refs["refs/ci/1/shim"] != r.Commit {
+			t.Errorf("refs %v\n%s", refs, out)
+		}
+		if got := r.Run("ls-remote", "origin", "refs/ci/1/a"); !strings.HasPrefix(got, r.Commit) {
+			t.Errorf("the remote has %q\n%s", got, out)
+		}
+		if b, _ := os.ReadFile(which); !strings.HasSuffix(strings.TrimSpace(string(b)), "/shim/git") {
+			t.Errorf("later commands ran git from %q, not the shim", b)
+		}
+		// update-ref, push, and the shim's update-ref: three operations in the log.
+		log, _ := os.ReadFile(filepath.Join(r.Dir, "refretry-log.jsonl"))
+		if ops := strings.Count(string(log), `"msg":"summary"`); ops != 3 {
+			t.Errorf("refretry-log.jsonl has %d operation records:\n%s", ops, log)
+		}
+	})
+
+	t.Run("no archive: go install; stdin; working-directory", func(t *testing.T) {
+		t.Parallel()
+		r, env := glEnv(t)
+		if err := os.Mkdir(filepath.Join(r.Dir, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		src, _ := sourceRepo(t)
+		const version = "v0.0.0-test" // not on the server: 404
+		env = proxyEnv(t, env, moduleProxy(t, src, version))
+		out, err := glRun(t, c, map[string]string{
+			"version": version, "args": "--create-reflog\n-m\nrecorded by CI, job 2", "working-directory": "sub",
+			"stdin": "create refs/ci/2/a " + r.Commit + "\ncreate refs/ci/2/b " + r.Commit + "\n",
+		}, append(env, "REFRETRY_RELEASES_URL="+url), r.Dir)
+		if err != nil {
+			t.Fatalf("job: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "(404): building from source") || !strings.Contains(out, "refretry version "+version) {
+			t.Errorf("the job did not go install %s:\n%s", version, out)
+		}
+		refs := r.Refs("refs/ci/")
+		if refs["refs/ci/2/a"] != r.Commit || refs["refs/ci/2/b"] != r.Commit {
+			t.Errorf("refs %v\n%s", refs, out)
+		}
+		if got := r.Run("reflog", "refs/ci/2/a"); !strings.Contains(got, "recorded by CI, job 2") {
+			t.Errorf("reflog %q", got)
+		}
+	})
+
+	t.Run("bad install-shim", func(t *testing.T) {
+		t.Parallel()
+		r, env := glEnv(t)
+		out, err := glRun(t, c, map[string]string{"install-shim": "yes"}, env, r.Dir)
+		if err == nil || !strings.Contains(out, "install-shim must be true or false") {
+			t.Errorf("job: %v\n%s", err, out)
+		}
+	})
+}
