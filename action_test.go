@@ -4,17 +4,21 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/refretry/refretry/internal/releasetest"
 	"github.com/refretry/refretry/internal/testutil"
 )
 
@@ -30,6 +34,9 @@ type actionFile struct {
 		Using string `yaml:"using"`
 		Steps []struct {
 			ID               string            `yaml:"id"`
+			If               string            `yaml:"if"`
+			Uses             string            `yaml:"uses"`
+			With             map[string]string `yaml:"with"`
 			Shell            string            `yaml:"shell"`
 			Run              string            `yaml:"run"`
 			Env              map[string]string `yaml:"env"`
@@ -63,7 +70,19 @@ func TestActionInputsOnlyThroughEnv(t *testing.T) {
 		if strings.Contains(s.Run, "${{") {
 			t.Errorf("step %s interpolates an expression into its script", s.ID)
 		}
-		if s.Shell != "bash" {
+		switch {
+		case s.Uses != "":
+			// Only the build cache is another action; what it is given is the setup
+			// step's, not an input.
+			if !strings.HasPrefix(s.Uses, "actions/cache@") {
+				t.Errorf("step uses %s", s.Uses)
+			}
+			for k, v := range s.With {
+				if strings.Contains(v, "inputs.") {
+					t.Errorf("step %s: with %s: %s passes an input on", s.Uses, k, v)
+				}
+			}
+		case s.Shell != "bash":
 			t.Errorf("step %s: shell %q, want bash", s.ID, s.Shell)
 		}
 	}
@@ -82,38 +101,59 @@ func TestActionInputsOnlyThroughEnv(t *testing.T) {
 // actionRun is one use of the action in a job, run as GitHub's runner runs a composite
 // action: each step's script in bash, with expressions in env:, working-directory and
 // outputs substituted, fresh GITHUB_OUTPUT and GITHUB_STEP_SUMMARY files per step, and
-// the directories added to GITHUB_PATH put first on PATH for later steps.
+// the directories added to GITHUB_PATH put first on PATH for later steps. A step that
+// uses another action (the build cache) is not run: it is recorded, with its inputs.
 type actionRun struct {
 	outputs   map[string]string // the action's outputs
 	steps     map[string]map[string]string
-	summary   string   // every step's summary, concatenated
-	path      []string // GITHUB_PATH lines, in order
-	failedAt  string   // id of the step that failed, if one did
-	stderr    string   // the failing step's output
+	uses      []usedAction             // the steps that use another action and whose if: held
+	took      map[string]time.Duration // by step id
+	summary   string                   // every step's summary, concatenated
+	path      []string                 // GITHUB_PATH lines, in order
+	log       string                   // every step's output, concatenated
+	failedAt  string                   // id of the step that failed, if one did
+	stderr    string                   // the failing step's output
 	workspace string
 }
 
-type actionEnv struct {
-	workspace string   // GITHUB_WORKSPACE: the repository
-	temp      string   // RUNNER_TEMP
-	pathDirs  []string // PATH before the action
-	env       []string // the rest of the job's environment
+// usedAction is a step that uses another action.
+type usedAction struct {
+	uses string
+	with map[string]string
 }
 
-var expr = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
+type actionEnv struct {
+	workspace  string   // GITHUB_WORKSPACE: the repository
+	temp       string   // RUNNER_TEMP
+	toolCache  string   // RUNNER_TOOL_CACHE
+	actionPath string   // GITHUB_ACTION_PATH; default: this checkout
+	pathDirs   []string // PATH before the action
+	env        []string // the rest of the job's environment
+}
+
+var (
+	expr = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
+	// cond is the one form of if: this test's runner evaluates.
+	cond = regexp.MustCompile(`^steps\.([\w-]+)\.outputs\.([\w-]+) (==|!=) '([^']*)'$`)
+)
 
 func runAction(t *testing.T, a actionFile, je actionEnv, inputs map[string]string) actionRun {
 	t.Helper()
-	actionPath, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
+	actionPath := je.actionPath
+	if actionPath == "" {
+		p, err := filepath.Abs(".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		actionPath = p
 	}
 	for name := range inputs {
 		if _, ok := a.Inputs[name]; !ok {
 			t.Fatalf("no input %s", name)
 		}
 	}
-	res := actionRun{steps: map[string]map[string]string{}, outputs: map[string]string{}, workspace: je.workspace}
+	res := actionRun{steps: map[string]map[string]string{}, outputs: map[string]string{},
+		took: map[string]time.Duration{}, workspace: je.workspace}
 	githubPath := filepath.Join(je.temp, "github_path")
 	eval := func(s string) string {
 		return expr.ReplaceAllStringFunc(s, func(m string) string {
@@ -132,6 +172,23 @@ func runAction(t *testing.T, a actionFile, je actionEnv, inputs map[string]strin
 		})
 	}
 	for i, s := range a.Runs.Steps {
+		if s.If != "" {
+			m := cond.FindStringSubmatch(s.If)
+			if m == nil {
+				t.Fatalf("if: %q is beyond this test's runner", s.If)
+			}
+			if (res.steps[m[1]][m[2]] == m[4]) != (m[3] == "==") {
+				continue
+			}
+		}
+		if s.Uses != "" {
+			with := map[string]string{}
+			for k, v := range s.With {
+				with[k] = eval(v)
+			}
+			res.uses = append(res.uses, usedAction{s.Uses, with})
+			continue
+		}
 		dir := filepath.Join(je.temp, fmt.Sprintf("step%d", i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -155,7 +212,8 @@ func runAction(t *testing.T, a actionFile, je actionEnv, inputs map[string]strin
 		slices.Reverse(pathDirs[:len(res.path)]) // the last added comes first
 		env := append(slices.Clone(je.env),
 			"PATH="+strings.Join(pathDirs, ":"),
-			"GITHUB_ACTIONS=true", "CI=true", "RUNNER_OS=Linux", "RUNNER_TEMP="+je.temp,
+			"GITHUB_ACTIONS=true", "CI=true", "RUNNER_OS=Linux", "RUNNER_ARCH=X64",
+			"RUNNER_TEMP="+je.temp, "RUNNER_TOOL_CACHE="+je.toolCache,
 			"GITHUB_WORKSPACE="+je.workspace, "GITHUB_ACTION_PATH="+actionPath,
 			"GITHUB_OUTPUT="+out, "GITHUB_STEP_SUMMARY="+summary, "GITHUB_PATH="+githubPath,
 			"GITHUB_ENV="+filepath.Join(dir, "env"))
@@ -169,7 +227,10 @@ func runAction(t *testing.T, a actionFile, je actionEnv, inputs map[string]strin
 		// What the runner runs for shell: bash.
 		cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", script)
 		cmd.Dir, cmd.Env = cwd, env
+		start := time.Now()
 		combined, err := cmd.CombinedOutput()
+		res.took[s.ID] = time.Since(start)
+		res.log += string(combined)
 		res.steps[s.ID] = readOutputs(t, out)
 		b, _ := os.ReadFile(summary)
 		res.summary += string(b)
@@ -266,7 +327,17 @@ func newActionEnv(t *testing.T, withRefretry bool) (actionEnv, *testutil.Repo) {
 		env = append(env, k+"="+strings.TrimSpace(string(out)))
 	}
 	env = append(env, "GOPROXY=off", "GOFLAGS=-mod=readonly")
-	return actionEnv{workspace: r.Dir, temp: t.TempDir(), pathDirs: slices.Compact(dirs), env: env}, r
+	// The runner's tool cache, where the action keeps Go's build cache for a source
+	// build: here it is this machine's, so that the build is as warm as the tests'.
+	toolCache := t.TempDir()
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(strings.TrimSpace(string(out)), filepath.Join(toolCache, "refretry-go-build")); err != nil {
+		t.Fatal(err)
+	}
+	return actionEnv{workspace: r.Dir, temp: t.TempDir(), toolCache: toolCache, pathDirs: slices.Compact(dirs), env: env}, r
 }
 
 // TestActionBuildAndShim runs the action where refretry is not installed: it builds it
@@ -285,6 +356,21 @@ func TestActionBuildAndShim(t *testing.T) {
 	checkSuccess(t, res, 1, "refs/ci/run-1/job-a")
 	if got := r.Refs("refs/ci/")["refs/ci/run-1/job-a"]; got != r.Commit {
 		t.Errorf("refs/ci/run-1/job-a = %q", got)
+	}
+	// Go's build cache for the build: restored and saved by actions/cache, under a key
+	// of the runner's platform and the Go version and go.sum.
+	goCache := filepath.Join(je.toolCache, "refretry-go-build")
+	if len(res.uses) != 1 || !strings.HasPrefix(res.uses[0].uses, "actions/cache@") {
+		t.Fatalf("steps using other actions: %+v, want the cache", res.uses)
+	}
+	with := res.uses[0].with
+	prefix := "refretry-go-build-Linux-X64-"
+	if with["path"] != goCache || with["restore-keys"] != prefix ||
+		!regexp.MustCompile(`^`+prefix+`[0-9]+$`).MatchString(with["key"]) {
+		t.Errorf("cache step with %v", with)
+	}
+	if !strings.Contains(res.log, "build cache "+goCache) {
+		t.Errorf("the build did not use %s:\n%s", goCache, res.log)
 	}
 	built := filepath.Join(je.temp, "refretry-action")
 	shimDir := filepath.Join(je.temp, "refretry-shim")
@@ -353,8 +439,8 @@ func TestActionInputs(t *testing.T) {
 			t.Fatalf("step %s failed:\n%s", res.failedAt, res.stderr)
 		}
 		checkSuccess(t, res, 1, "refs/ci/s/1", "refs/ci/s/2")
-		if len(res.path) != 0 {
-			t.Errorf("GITHUB_PATH = %q without a build or a shim", res.path)
+		if len(res.path) != 0 || len(res.uses) != 0 {
+			t.Errorf("GITHUB_PATH = %q, other actions %+v, without a build or a shim", res.path, res.uses)
 		}
 	})
 
@@ -429,11 +515,13 @@ func TestActionInjection(t *testing.T) {
 				{"timeout": v, "args": "refs/ci/t HEAD"},
 				{"max-attempts": v, "args": "refs/ci/t HEAD"},
 				{"install-shim": v},
+				{"version": v},
 				// One argument a line: the -m reason is the text, verbatim.
 				{"args": "-m\n" + strings.TrimRight(v, "\n") + "\nrefs/heads/msg" + fmt.Sprint(i) + "\n" + r.Commit},
 			} {
 				runAction(t, a, je, inputs)
-				for _, dir := range []string{je.workspace, je.temp, filepath.Join(je.temp, "step1")} {
+				steps, _ := filepath.Glob(filepath.Join(je.temp, "step*"))
+				for _, dir := range append(steps, je.workspace, je.temp) {
 					matches, _ := filepath.Glob(filepath.Join(dir, "pwned*"))
 					if len(matches) > 0 {
 						t.Fatalf("inputs %q ran shell code: %q", inputs, matches)
@@ -449,4 +537,129 @@ func TestActionInjection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestActionRelease runs the action as a workflow's `uses: refretry/refretry@<tag>`
+// does, with the default version, against a local server that serves the snapshot
+// release scripts/release-check.sh built as GitHub serves releases (without it, the
+// test skips): the tag's archive is installed and run, and whatever does not check
+// out stops the job before anything from the archive runs.
+func TestActionRelease(t *testing.T) {
+	rel := releasetest.Need(t)
+	t.Parallel()
+	a := loadAction(t)
+	host := rel.HostArchive()
+	// job is a job's environment for the action checked out at the release's tag, as
+	// the runner checks it out: <work>/_actions/<owner>/<repo>/<ref>. withGo leaves Go
+	// on PATH, for a source build.
+	job := func(t *testing.T, withGo bool, edit func(map[string][]byte)) (actionEnv, *testutil.Repo, func(string) int) {
+		t.Helper()
+		je, r := newActionEnv(t, false)
+		if !withGo {
+			if err := os.Remove(filepath.Join(je.pathDirs[0], "go")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src, err := filepath.Abs(".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		je.actionPath = filepath.Join(t.TempDir(), "_actions", "refretry", "refretry", rel.Tag)
+		if err := os.MkdirAll(filepath.Dir(je.actionPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(src, je.actionPath); err != nil {
+			t.Fatal(err)
+		}
+		url, hits := rel.Serve(t, edit)
+		je.env = append(je.env, "REFRETRY_RELEASES_URL="+url)
+		return je, r, hits
+	}
+
+	t.Run("the tag's archive", func(t *testing.T) {
+		t.Parallel()
+		je, r, hits := job(t, false, nil) // no Go: nothing is built
+		installed := filepath.Join(je.temp, "refretry-action", "refretry")
+		var took [2]time.Duration
+		for i := range took {
+			ref := fmt.Sprintf("refs/ci/release/%d", i)
+			res := runAction(t, a, je, map[string]string{"args": ref + " HEAD"})
+			if res.failedAt != "" {
+				t.Fatalf("step %s failed:\n%s", res.failedAt, res.stderr)
+			}
+			took[i] = res.took["install"]
+			checkSuccess(t, res, 1, ref)
+			if len(res.uses) != 0 {
+				t.Errorf("other actions for a release: %+v", res.uses)
+			}
+			// (GITHUB_PATH is the job's: the second use adds the same directory again.)
+			if want := []string{filepath.Dir(installed)}; !slices.Equal(slices.Compact(res.path), want) {
+				t.Errorf("GITHUB_PATH = %q, want %q", res.path, want)
+			}
+			if !strings.Contains(res.log, "installed "+host) {
+				t.Errorf("no word of the archive:\n%s", res.log)
+			}
+		}
+		got, err := os.ReadFile(installed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, rel.Binary(t, runtime.GOOS, runtime.GOARCH)) {
+			t.Errorf("%s is not the binary of %s", installed, host)
+		}
+		if n := hits(host); n != 2 {
+			t.Errorf("the archive was downloaded %d times, want 2", n)
+		}
+		if refs := r.Refs("refs/ci/"); refs["refs/ci/release/1"] != r.Commit {
+			t.Errorf("refs %v", refs)
+		}
+		t.Logf("timing: the action's install step from the local server (download, SHA-256 check, unpack): first %v, warm %v",
+			took[0].Round(time.Millisecond), took[1].Round(time.Millisecond))
+	})
+
+	for _, tt := range []struct {
+		name string
+		edit func(map[string][]byte)
+		want string
+	}{
+		{"corrupted archive", func(f map[string][]byte) { releasetest.Corrupt(f, host) }, "SHA-256 of " + host + " is "},
+		{"no checksum line", func(f map[string][]byte) { releasetest.DropChecksum(f, host) }, "has no line for " + host},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			je, r, _ := job(t, true, tt.edit) // Go on PATH, and still no build
+			res := runAction(t, a, je, map[string]string{"args": "refs/ci/release/x HEAD"})
+			if res.failedAt != "install" {
+				t.Fatalf("failed at %q, want the install step:\n%s", res.failedAt, res.log)
+			}
+			if !strings.Contains(res.stderr, "::error title=refretry install::") || !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("no error annotation saying %q:\n%s", tt.want, res.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(je.temp, "refretry-action", "refretry")); !os.IsNotExist(err) {
+				t.Errorf("a binary was installed (%v)", err)
+			}
+			if len(res.path) != 0 || len(r.Refs("refs/ci/")) != 0 {
+				t.Errorf("GITHUB_PATH %q, refs %v", res.path, r.Refs("refs/ci/"))
+			}
+		})
+	}
+
+	t.Run("no archive for the platform: source", func(t *testing.T) {
+		t.Parallel()
+		je, _, hits := job(t, true, func(f map[string][]byte) { delete(f, host) })
+		res := runAction(t, a, je, map[string]string{"args": "refs/ci/release/src HEAD"})
+		if res.failedAt != "" {
+			t.Fatalf("step %s failed:\n%s", res.failedAt, res.stderr)
+		}
+		checkSuccess(t, res, 1, "refs/ci/release/src")
+		if !strings.Contains(res.log, "(404): building from source") || hits(host) != 1 || hits("checksums.txt") != 0 {
+			t.Errorf("archive fetched %d times, checksums.txt %d:\n%s", hits(host), hits("checksums.txt"), res.log)
+		}
+		// The source build carries the Action's tag as its version.
+		cmd := exec.Command(filepath.Join(je.temp, "refretry-action", "refretry"), "version")
+		b, err := cmd.Output()
+		if err != nil || !strings.HasPrefix(string(b), "refretry version "+rel.Tag+"\n") {
+			t.Errorf("refretry version: %v\n%s", err, b)
+		}
+	})
 }

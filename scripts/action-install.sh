@@ -4,6 +4,9 @@
 # of this file that scripts/release-check.sh holds to it). It prints the binary's path
 # on its last line of stdout; everything else goes to stderr.
 #
+# With the argument --plan it only prints the version it would install (vX.Y.Z, latest
+# or source), so that the Action can restore Go's build cache before a source build.
+#
 # A release's archive for this OS and architecture is downloaded and checked against
 # the release's checksums.txt before anything in it runs: a checksum that differs, or
 # no line for the archive, or no checksums.txt, is an error (fail closed). Where the
@@ -26,7 +29,7 @@
 #   REFRETRY_RELEASES_URL  releases base URL: <base>/download/<tag>/<file> and
 #                          <base>/latest/download/<file>; default
 #                          ${GITHUB_SERVER_URL:-https://github.com}/<repository>/releases
-#   REFRETRY_INSTALL_DIR   where the binary goes (created)
+#   REFRETRY_INSTALL_DIR   where the binary goes (created; not read with --plan)
 #   REFRETRY_SOURCE_DIR    source to build when there is no archive (optional)
 #   REFRETRY_OS, REFRETRY_ARCH  the platform, as Go names it (default: this machine's)
 set -euo pipefail
@@ -54,7 +57,6 @@ fi
 repo=${repo:-refretry/refretry}
 base=${REFRETRY_RELEASES_URL:-${GITHUB_SERVER_URL:-https://github.com}/$repo/releases}
 base=${base%/}
-dir=${REFRETRY_INSTALL_DIR:?REFRETRY_INSTALL_DIR is not set}
 module=github.com/refretry/refretry
 tag_re='^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$'
 
@@ -69,6 +71,11 @@ fi
 if [ "$version" != source ] && [ "$version" != latest ] && ! [[ $version =~ $tag_re ]]; then
 	die "version must be vX.Y.Z, latest or source, not '$version'"
 fi
+if [ "${1:-}" = --plan ]; then
+	printf '%s\n' "$version"
+	exit 0
+fi
+dir=${REFRETRY_INSTALL_DIR:?REFRETRY_INSTALL_DIR is not set}
 
 goos=${REFRETRY_OS:-}
 goarch=${REFRETRY_ARCH:-}
@@ -113,7 +120,7 @@ build_from_source() {
 		GOBIN=$dir CGO_ENABLED=0 GOTOOLCHAIN=local go install -trimpath "$module@$at" ||
 			die "go install $module@$at failed"
 	fi
-	say "built $bin from source ($(go version))"
+	say "built $bin from source ($(go env GOVERSION), build cache $(go env GOCACHE))"
 }
 
 # fetch URL FILE: 0 when downloaded, 4 when the server answers 404, 1 otherwise.

@@ -10,13 +10,13 @@
 #   4. A release as a tag would make it (snapshot mode makes no changelog): in a
 #      throwaway clone of HEAD with two throwaway tags, goreleaser release without
 #      publishing; its changelog lists HEAD's commit, its binary says the tag.
-#   5. internal/releasetest with REFRETRY_RELEASE_DIST set: the archives against
-#      checksums.txt; static, stripped binaries; `refretry version` of a stamped, a
-#      go install and a plain go build; scripts/action-install.sh and the Action's
-#      setup step against a local HTTP server serving the snapshot (good, corrupted
-#      archive, missing checksum line, missing checksums.txt, missing archive);
-#      templates/refretry.yml parsed, held to action.yml and the install script, and
-#      its job run with bash as a runner would.
+#   5. internal/releasetest and the root's TestActionRelease with REFRETRY_RELEASE_DIST
+#      set: the archives against checksums.txt; static, stripped binaries; `refretry
+#      version` of a stamped, a go install and a plain go build;
+#      scripts/action-install.sh and the whole Action against a local HTTP server
+#      serving the snapshot (good and warm, corrupted archive, missing checksum line,
+#      missing checksums.txt, missing archive); templates/refretry.yml parsed, held to
+#      action.yml and the install script, and its job run with bash as a runner would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -98,9 +98,13 @@ echo "changelog: $(grep -c '^\* ' "$work/tagged/CHANGELOG.md") commits since v0.
 "$work"/tagged/refretry_linux_amd64_v1/refretry version | sed -n 1,2p | tee "$work/tagged-version.txt"
 grep -qx "refretry version v0.0.2" "$work/tagged-version.txt" || { echo "the tagged build is not v0.0.2"; exit 1; }
 
-echo "== release: go test ./internal/releasetest (install script, Action, GitLab component, builds)"
-REFRETRY_RELEASE_DIST=$dist REFRETRY_RELEASE_COMMIT=$commit \
-	go test -count=1 -v -timeout 20m ./internal/releasetest >"$work/test.log" 2>&1 ||
-	{ cat "$work/test.log"; echo "internal/releasetest failed"; exit 1; }
-grep -E '^\s*(--- (PASS|FAIL|SKIP)|.*timing:)' "$work/test.log" | sed 's/^ *//'
-tail -n 1 "$work/test.log"
+echo "== release: go test ./internal/releasetest and the Action (install script, GitLab component, builds)"
+export REFRETRY_RELEASE_DIST=$dist REFRETRY_RELEASE_COMMIT=$commit
+run_tests() { # go test's arguments
+	go test -count=1 -v -timeout 20m "$@" >"$work/test.log" 2>&1 ||
+		{ cat "$work/test.log"; echo "go test $* failed"; exit 1; }
+	grep -E '^\s*(--- (PASS|FAIL|SKIP)|.*timing:)' "$work/test.log" | sed 's/^ *//'
+	tail -n 1 "$work/test.log"
+}
+run_tests ./internal/releasetest
+run_tests -run '^TestActionRelease$' .

@@ -7,20 +7,13 @@ import (
 	"testing"
 )
 
-// needReleaseCheck skips a test that builds refretry several times unless
-// scripts/release-check.sh runs it (it would only repeat itself under go test ./...).
-func needReleaseCheck(t *testing.T) {
-	t.Helper()
-	needRelease(t)
-}
-
 // TestVersionOfEachBuild builds refretry the three ways people get it and checks
 // what `refretry version` says: a release build with the values stamped by the
 // linker, a plain go build in a checkout (version and vcs.* from the build
 // information), and go install of a module version (served by a module proxy
 // directory, as the real proxy serves a tag).
 func TestVersionOfEachBuild(t *testing.T) {
-	needReleaseCheck(t)
+	Need(t) // builds refretry three times: run by scripts/release-check.sh only
 	t.Parallel()
 	src, rev := sourceRepo(t)
 	env := goEnv(t)
@@ -73,7 +66,7 @@ func TestVersionOfEachBuild(t *testing.T) {
 
 	t.Run("go install of a module version", func(t *testing.T) {
 		t.Parallel()
-		const version = "v0.0.0-test"
+		const version = "v1.2.3"
 		gobin := t.TempDir()
 		cmd := exec.Command("go", "install", module+"@"+version)
 		cmd.Dir = t.TempDir() // outside any module, as a user runs it

@@ -1,8 +1,9 @@
-// Package releasetest holds the tests of what a release ships: the archives that
-// GoReleaser builds (.goreleaser.yaml), `refretry version` of each kind of build, the
-// install script shared by the GitHub Action and the GitLab component
-// (scripts/action-install.sh), the Action's setup step, and the GitLab component
-// (templates/refretry.yml). It has no code of its own.
+// Package releasetest tests what a release ships: the archives that GoReleaser builds
+// (.goreleaser.yaml), `refretry version` of each kind of build, the install script
+// shared by the GitHub Action and the GitLab component (scripts/action-install.sh),
+// and the GitLab component (templates/refretry.yml). Its code (Release) loads a
+// snapshot release and serves it as GitHub serves releases, for these tests and for
+// the Action's (action_test.go at the repository's root).
 //
 // Most tests need a snapshot release: scripts/release-check.sh builds one with
 // GoReleaser and runs them with REFRETRY_RELEASE_DIST set to its directory; without

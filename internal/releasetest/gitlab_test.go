@@ -67,6 +67,22 @@ func loadComponent(t *testing.T) component {
 	return c
 }
 
+// actionInputs are the inputs action.yml declares, which the component takes too.
+func actionInputs(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct {
+		Inputs map[string]any `yaml:"inputs"`
+	}
+	if err := yaml.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a.Inputs
+}
+
 var glInputRef = regexp.MustCompile(`\$\[\[\s*inputs\.([\w-]+)\s*\]\]`)
 
 // interpolate returns the component's jobs with $[[ inputs.NAME ]] replaced as GitLab
@@ -116,7 +132,7 @@ func (c component) interpolate(t *testing.T, inputs map[string]string) map[strin
 func TestGitLabComponent(t *testing.T) {
 	t.Parallel()
 	c := loadComponent(t)
-	want := slices.Sorted(maps.Keys(loadAction(t).Inputs))
+	want := slices.Sorted(maps.Keys(actionInputs(t)))
 	want = append(want, "image", "job-name", "stage")
 	slices.Sort(want)
 	if got := slices.Sorted(maps.Keys(c.inputs)); !slices.Equal(got, want) {
@@ -271,16 +287,16 @@ func glEnv(t *testing.T) (*testutil.Repo, []string) {
 // TestGitLabComponentRun runs the component's job against the snapshot release on a
 // local server.
 func TestGitLabComponentRun(t *testing.T) {
-	rel := needRelease(t)
+	rel := Need(t)
 	c := loadComponent(t)
-	url, hits := rel.serve(t, nil)
+	url, hits := rel.Serve(t, nil)
 
 	t.Run("release, update, push, shim", func(t *testing.T) {
 		t.Parallel()
 		r, env := glEnv(t)
 		which := filepath.Join(t.TempDir(), "which-git")
 		out, err := glRun(t, c, map[string]string{
-			"version": rel.tag, "args": "refs/ci/1/a HEAD", "push": "origin refs/ci/1/a",
+			"version": rel.Tag, "args": "refs/ci/1/a HEAD", "push": "origin refs/ci/1/a",
 			"timeout": "30s", "max-attempts": "5", "install-shim": "true",
 		}, append(env, "REFRETRY_RELEASES_URL="+url), r.Dir,
 			// A job's own script after the component's: git update-ref goes through the shim.
@@ -288,7 +304,7 @@ func TestGitLabComponentRun(t *testing.T) {
 		if err != nil {
 			t.Fatalf("job: %v\n%s", err, out)
 		}
-		if !strings.Contains(out, "installed "+rel.hostArchive()) || hits(rel.hostArchive()) == 0 {
+		if !strings.Contains(out, "installed "+rel.HostArchive()) || hits(rel.HostArchive()) == 0 {
 			t.Errorf("the job did not install the release archive:\n%s", out)
 		}
 		refs := r.Refs("refs/ci/")

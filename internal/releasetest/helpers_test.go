@@ -3,15 +3,10 @@ package releasetest
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/refretry/refretry/internal/hermetic"
@@ -27,110 +22,6 @@ var root = func() string {
 	}
 	return dir
 }()
-
-// release is a GoReleaser dist directory: the archives and checksums.txt of one
-// version.
-type release struct {
-	dir     string
-	version string // as GoReleaser names it: 0.0.1-snapshot-4257cc9
-	tag     string // v + version
-	commit  string // the commit it was built from, if known
-	files   map[string][]byte
-}
-
-// needRelease returns the release scripts/release-check.sh built, or skips the test.
-func needRelease(t *testing.T) *release {
-	t.Helper()
-	dir := os.Getenv("REFRETRY_RELEASE_DIST")
-	if dir == "" {
-		t.Skip("no release to test: scripts/release-check.sh builds one and sets REFRETRY_RELEASE_DIST")
-	}
-	var meta struct {
-		Version string `json:"version"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "metadata.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &meta); err != nil || meta.Version == "" {
-		t.Fatalf("metadata.json: %v %q", err, b)
-	}
-	r := &release{dir: dir, version: meta.Version, tag: "v" + meta.Version,
-		commit: os.Getenv("REFRETRY_RELEASE_COMMIT"), files: map[string][]byte{}}
-	for _, pattern := range []string{"*.tar.gz", "*.zip", "checksums.txt"} {
-		names, _ := filepath.Glob(filepath.Join(dir, pattern))
-		for _, name := range names {
-			b, err := os.ReadFile(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.files[filepath.Base(name)] = b
-		}
-	}
-	if r.files["checksums.txt"] == nil {
-		t.Fatalf("%s has no checksums.txt", dir)
-	}
-	return r
-}
-
-// archive is the name of the release's archive for a platform.
-func (r *release) archive(goos, goarch string) string {
-	ext := ".tar.gz"
-	if goos == "windows" {
-		ext = ".zip"
-	}
-	return "refretry_" + r.version + "_" + goos + "_" + goarch + ext
-}
-
-// hostArchive is the archive for the machine the tests run on.
-func (r *release) hostArchive() string { return r.archive(runtime.GOOS, runtime.GOARCH) }
-
-// serve serves a copy of the release's files as GitHub serves a repository's
-// releases, at <url>/download/<tag>/<file> and <url>/latest/download/<file>, after
-// edit has had its way with the copy. hits counts the requests for a file name.
-func (r *release) serve(t *testing.T, edit func(files map[string][]byte)) (url string, hits func(name string) int) {
-	t.Helper()
-	files := map[string][]byte{}
-	for name, b := range r.files {
-		files[name] = bytes.Clone(b)
-	}
-	if edit != nil {
-		edit(files)
-	}
-	var mu sync.Mutex
-	count := map[string]int{}
-	hits = func(name string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return count[name]
-	}
-	mux := http.NewServeMux()
-	send := func(w http.ResponseWriter, name string) {
-		mu.Lock()
-		count[name]++
-		mu.Unlock()
-		b, ok := files[name]
-		if !ok {
-			http.NotFound(w, nil)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Write(b)
-	}
-	mux.HandleFunc("GET /download/{tag}/{name}", func(w http.ResponseWriter, req *http.Request) {
-		if req.PathValue("tag") != r.tag {
-			http.NotFound(w, req)
-			return
-		}
-		send(w, req.PathValue("name"))
-	})
-	mux.HandleFunc("GET /latest/download/{name}", func(w http.ResponseWriter, req *http.Request) {
-		send(w, req.PathValue("name"))
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL, hits
-}
 
 // goEnv is the environment for a go command that must use this machine's caches and
 // never the network: a test's copy of the module, or the install script's build.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,59 +31,43 @@ func install(t *testing.T, env []string, settings ...string) (bin, stderr string
 	return bin, errOut.String(), err
 }
 
-// binaryIn returns the refretry binary inside a release archive (tar.gz).
-func binaryIn(t *testing.T, archive []byte) []byte {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("tar", "-xzf", "-", "-C", dir, "refretry")
-	cmd.Stdin = bytes.NewReader(archive)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("tar: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "refretry"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // checkInstalled checks that bin is the release's binary for this machine, byte for
 // byte, and that it runs.
-func checkInstalled(t *testing.T, rel *release, bin string) {
+func checkInstalled(t *testing.T, rel *Release, bin string) {
 	t.Helper()
 	got, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := binaryIn(t, rel.files[rel.hostArchive()]); !bytes.Equal(got, want) {
-		t.Fatalf("%s is not the binary of %s", bin, rel.hostArchive())
+	if want := rel.Binary(t, runtime.GOOS, runtime.GOARCH); !bytes.Equal(got, want) {
+		t.Fatalf("%s is not the binary of %s", bin, rel.HostArchive())
 	}
-	if v := versionOf(t, bin, nil); v["version"] != rel.tag {
-		t.Errorf("installed refretry says version %q, want %q", v["version"], rel.tag)
+	if v := versionOf(t, bin, nil); v["version"] != rel.Tag {
+		t.Errorf("installed refretry says version %q, want %q", v["version"], rel.Tag)
 	}
 }
 
 // TestInstallRelease: the archive for this machine is downloaded, checked and
 // unpacked; the second run (the server and the system's caches warm) is timed too.
 func TestInstallRelease(t *testing.T) {
-	rel := needRelease(t)
-	url, hits := rel.serve(t, nil)
+	rel := Need(t)
+	url, hits := rel.Serve(t, nil)
 	env := goEnv(t)
 	var took [2]time.Duration
 	for i := range took {
 		dir := filepath.Join(t.TempDir(), "bin")
 		start := time.Now()
-		bin, stderr, err := install(t, env, "REFRETRY_VERSION="+rel.tag, "REFRETRY_RELEASES_URL="+url, "REFRETRY_INSTALL_DIR="+dir)
+		bin, stderr, err := install(t, env, "REFRETRY_VERSION="+rel.Tag, "REFRETRY_RELEASES_URL="+url, "REFRETRY_INSTALL_DIR="+dir)
 		took[i] = time.Since(start)
 		if err != nil {
 			t.Fatalf("install: %v\n%s", err, stderr)
 		}
-		if bin != filepath.Join(dir, "refretry") || !strings.Contains(stderr, "installed "+rel.hostArchive()) {
+		if bin != filepath.Join(dir, "refretry") || !strings.Contains(stderr, "installed "+rel.HostArchive()) {
 			t.Errorf("installed %q:\n%s", bin, stderr)
 		}
 		checkInstalled(t, rel, bin)
 	}
-	if n := hits(rel.hostArchive()); n != 2 {
+	if n := hits(rel.HostArchive()); n != 2 {
 		t.Errorf("the archive was fetched %d times, want 2", n)
 	}
 	t.Logf("timing: install from the local server (download, SHA-256 check, unpack): first %v, warm %v",
@@ -92,32 +77,24 @@ func TestInstallRelease(t *testing.T) {
 // TestInstallFailsClosed: whatever does not check out stops the install with an
 // error annotation, and leaves no binary behind.
 func TestInstallFailsClosed(t *testing.T) {
-	rel := needRelease(t)
-	archive := rel.hostArchive()
+	rel := Need(t)
+	archive := rel.HostArchive()
 	tests := []struct {
 		name string
 		edit func(files map[string][]byte)
 		want string
 	}{{
 		name: "corrupted archive",
-		edit: func(files map[string][]byte) { files[archive][len(files[archive])/2] ^= 0x01 },
+		edit: func(files map[string][]byte) { Corrupt(files, archive) },
 		want: "SHA-256 of " + archive + " is ",
 	}, {
 		name: "archive replaced, checksums.txt too old",
-		edit: func(files map[string][]byte) { files[archive] = files[rel.archive("linux", "arm64")] },
+		edit: func(files map[string][]byte) { files[archive] = files[rel.Archive("linux", "arm64")] },
 		want: "but checksums.txt says",
 	}, {
 		name: "no line for the archive",
-		edit: func(files map[string][]byte) {
-			var kept []string
-			for _, line := range strings.SplitAfter(string(files["checksums.txt"]), "\n") {
-				if !strings.HasSuffix(strings.TrimSpace(line), " "+archive) {
-					kept = append(kept, line)
-				}
-			}
-			files["checksums.txt"] = []byte(strings.Join(kept, ""))
-		},
-		want: "checksums.txt of release " + rel.tag + " has no line for " + archive,
+		edit: func(files map[string][]byte) { DropChecksum(files, archive) },
+		want: "checksums.txt of release " + rel.Tag + " has no line for " + archive,
 	}, {
 		name: "no checksums.txt",
 		edit: func(files map[string][]byte) { delete(files, "checksums.txt") },
@@ -126,9 +103,9 @@ func TestInstallFailsClosed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			url, _ := rel.serve(t, tt.edit)
+			url, _ := rel.Serve(t, tt.edit)
 			dir := filepath.Join(t.TempDir(), "bin")
-			bin, stderr, err := install(t, goEnv(t), "REFRETRY_VERSION="+rel.tag, "REFRETRY_RELEASES_URL="+url, "REFRETRY_INSTALL_DIR="+dir)
+			bin, stderr, err := install(t, goEnv(t), "REFRETRY_VERSION="+rel.Tag, "REFRETRY_RELEASES_URL="+url, "REFRETRY_INSTALL_DIR="+dir)
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || bin != "" {
 				t.Fatalf("install: %v, printed %q\n%s", err, bin, stderr)
@@ -146,8 +123,8 @@ func TestInstallFailsClosed(t *testing.T) {
 // TestInstallChoosesTheRelease covers how the version is chosen and what happens
 // where there is no archive to use.
 func TestInstallChoosesTheRelease(t *testing.T) {
-	rel := needRelease(t)
-	url, _ := rel.serve(t, nil)
+	rel := Need(t)
+	url, _ := rel.Serve(t, nil)
 	// The runner checks an action out at <work>/_actions/<owner>/<repo>/<ref>.
 	actionAt := func(t *testing.T, ref string) string {
 		dir := filepath.Join(t.TempDir(), "_actions", "refretry", "refretry")
@@ -162,7 +139,7 @@ func TestInstallChoosesTheRelease(t *testing.T) {
 
 	t.Run("the Action's own tag", func(t *testing.T) {
 		t.Parallel()
-		path := actionAt(t, rel.tag)
+		path := actionAt(t, rel.Tag)
 		bin, stderr, err := install(t, goEnv(t), "REFRETRY_RELEASES_URL="+url, "GITHUB_ACTION_PATH="+path,
 			"REFRETRY_SOURCE_DIR="+path, "REFRETRY_INSTALL_DIR="+t.TempDir())
 		if err != nil {
@@ -195,19 +172,19 @@ func TestInstallChoosesTheRelease(t *testing.T) {
 
 	t.Run("no archive for this platform: source", func(t *testing.T) {
 		t.Parallel()
-		url, hits := rel.serve(t, func(files map[string][]byte) { delete(files, rel.hostArchive()) })
-		path := actionAt(t, rel.tag)
+		url, hits := rel.Serve(t, func(files map[string][]byte) { delete(files, rel.HostArchive()) })
+		path := actionAt(t, rel.Tag)
 		bin, stderr, err := install(t, goEnv(t), "REFRETRY_RELEASES_URL="+url, "GITHUB_ACTION_PATH="+path,
 			"REFRETRY_SOURCE_DIR="+path, "REFRETRY_INSTALL_DIR="+t.TempDir())
 		if err != nil || !strings.Contains(stderr, "(404): building from source") {
 			t.Fatalf("install: %v\n%s", err, stderr)
 		}
-		if hits(rel.hostArchive()) != 1 || hits("checksums.txt") != 0 {
-			t.Errorf("requests: archive %d, checksums.txt %d", hits(rel.hostArchive()), hits("checksums.txt"))
+		if hits(rel.HostArchive()) != 1 || hits("checksums.txt") != 0 {
+			t.Errorf("requests: archive %d, checksums.txt %d", hits(rel.HostArchive()), hits("checksums.txt"))
 		}
 		// The Action's tag is stamped into its source build.
-		if v := versionOf(t, bin, nil); v["version"] != rel.tag {
-			t.Errorf("the source build says version %q, want %q", v["version"], rel.tag)
+		if v := versionOf(t, bin, nil); v["version"] != rel.Tag {
+			t.Errorf("the source build says version %q, want %q", v["version"], rel.Tag)
 		}
 	})
 
@@ -223,9 +200,9 @@ func TestInstallChoosesTheRelease(t *testing.T) {
 // TestReleaseArchives checks every archive against checksums.txt and looks at the
 // binaries: one per platform, static and stripped where that can be seen here.
 func TestReleaseArchives(t *testing.T) {
-	rel := needRelease(t)
+	rel := Need(t)
 	sums := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(rel.files["checksums.txt"])), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(string(rel.Files["checksums.txt"])), "\n") {
 		sum, name, ok := strings.Cut(line, "  ")
 		if !ok {
 			t.Fatalf("checksums.txt line %q", line)
@@ -234,8 +211,8 @@ func TestReleaseArchives(t *testing.T) {
 	}
 	for _, goos := range []string{"linux", "darwin", "windows"} {
 		for _, goarch := range []string{"amd64", "arm64"} {
-			name := rel.archive(goos, goarch)
-			b, ok := rel.files[name]
+			name := rel.Archive(goos, goarch)
+			b, ok := rel.Files[name]
 			if !ok {
 				t.Errorf("no %s", name)
 				continue
@@ -250,14 +227,14 @@ func TestReleaseArchives(t *testing.T) {
 	if len(sums) != 0 {
 		t.Errorf("checksums.txt lists more than the six archives: %v", sums)
 	}
-	checkStaticStripped(t, binaryIn(t, rel.files[rel.archive("linux", "amd64")]))
-	checkStaticStripped(t, binaryIn(t, rel.files[rel.archive("linux", "arm64")]))
+	checkStaticStripped(t, rel.Binary(t, "linux", "amd64"))
+	checkStaticStripped(t, rel.Binary(t, "linux", "arm64"))
 	bin := filepath.Join(t.TempDir(), "refretry")
-	if err := os.WriteFile(bin, binaryIn(t, rel.files[rel.hostArchive()]), 0o755); err != nil {
+	if err := os.WriteFile(bin, rel.Binary(t, runtime.GOOS, runtime.GOARCH), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	v := versionOf(t, bin, nil)
-	if v["version"] != rel.tag || v["date"] == "unknown" || (rel.commit != "" && strings.Fields(v["commit"])[0] != rel.commit) {
-		t.Errorf("refretry version of the release: %v, want %s from %s", v, rel.tag, rel.commit)
+	if v["version"] != rel.Tag || v["date"] == "unknown" || (rel.Commit != "" && strings.Fields(v["commit"])[0] != rel.Commit) {
+		t.Errorf("refretry version of the release: %v, want %s from %s", v, rel.Tag, rel.Commit)
 	}
 }
