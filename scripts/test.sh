@@ -58,8 +58,16 @@ done
 echo "== model-checked soak (short)"
 go run ./internal/soak -seconds 150 -git "$REFRETRY_TEST_GIT" -old-git "$(command -v git)" -refretry "$bin/refretry"
 
-echo "== actionlint: the example workflows (pinned; the module proxy serves it)"
+echo "== actionlint: the example workflows and a use of action.yml (pinned; the module proxy serves it)"
 go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 examples/github/*.yml
+# actionlint checks a local action (uses: ./) only inside a git project with
+# .github/workflows: a throwaway one holding action.yml.
+lint=$(mktemp -d)
+mkdir -p "$lint/.git" "$lint/.github/workflows"
+cp action.yml "$lint/"
+cp testdata/actionlint/uses-action.yml "$lint/.github/workflows/"
+go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 "$lint/.github/workflows/uses-action.yml"
+rm -rf "$lint"
 echo "== cross-compile refretry for the other platforms GitHub's runners have"
 for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
 	GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go build -o /dev/null . ||
