@@ -24,7 +24,11 @@ type glInput struct {
 }
 
 type glJob struct {
-	Stage        string            `yaml:"stage"`
+	Stage string `yaml:"stage"`
+	Cache struct {
+		Key   string   `yaml:"key"`
+		Paths []string `yaml:"paths"`
+	} `yaml:"cache"`
 	Image        string            `yaml:"image"`
 	Variables    map[string]string `yaml:"variables"`
 	BeforeScript []string          `yaml:"before_script"`
@@ -165,6 +169,12 @@ func TestGitLabComponent(t *testing.T) {
 	if job.Stage != "test" || job.Image == "" || len(job.BeforeScript) == 0 || len(job.Script) == 0 {
 		t.Errorf("job %+v", job)
 	}
+	// Go's build cache for a source build: in the project directory, where GitLab's
+	// cache can keep it, and given to the install code alone.
+	if job.Cache.Key == "" || !slices.Equal(job.Cache.Paths, []string{goCacheDir + "/"}) ||
+		!strings.Contains(strings.Join(job.BeforeScript, "\n"), `GOCACHE="$CI_PROJECT_DIR/`+goCacheDir+`"`) {
+		t.Errorf("cache %+v, and the install's GOCACHE, want %s", job.Cache, goCacheDir)
+	}
 	for _, s := range append(slices.Clone(job.BeforeScript), job.Script...) {
 		if strings.Contains(s, "$[[") {
 			t.Errorf("a script interpolates an input:\n%s", s)
@@ -178,6 +188,9 @@ func TestGitLabComponent(t *testing.T) {
 		t.Errorf("the component's install code is not scripts/action-install.sh: update the copy between the REFRETRY_INSTALL_SH lines")
 	}
 }
+
+// goCacheDir is where the component keeps Go's build cache, in the project directory.
+const goCacheDir = ".refretry-go-build"
 
 // embeddedInstall is the text of the install script the job's before_script runs.
 func embeddedInstall(t *testing.T, job glJob) string {
@@ -333,6 +346,9 @@ func TestGitLabComponentRun(t *testing.T) {
 		src, _ := sourceRepo(t)
 		const version = "v0.0.0-test" // not on the server: 404
 		env = proxyEnv(t, env, moduleProxy(t, src, version))
+		// The job's build cache, restored by GitLab in a real job: here this machine's,
+		// so that the build is as warm as the tests'.
+		linkGoCache(t, filepath.Join(r.Dir, goCacheDir))
 		out, err := glRun(t, c, map[string]string{
 			"version": version, "args": "--create-reflog\n-m\nrecorded by CI, job 2", "working-directory": "sub",
 			"stdin": "create refs/ci/2/a " + r.Commit + "\ncreate refs/ci/2/b " + r.Commit + "\n",
@@ -340,8 +356,9 @@ func TestGitLabComponentRun(t *testing.T) {
 		if err != nil {
 			t.Fatalf("job: %v\n%s", err, out)
 		}
-		if !strings.Contains(out, "(404): building from source") || !strings.Contains(out, "refretry version "+version) {
-			t.Errorf("the job did not go install %s:\n%s", version, out)
+		if !strings.Contains(out, "(404): building from source") || !strings.Contains(out, "refretry version "+version) ||
+			!strings.Contains(out, "build cache "+filepath.Join(r.Dir, goCacheDir)) {
+			t.Errorf("the job did not go install %s with its build cache:\n%s", version, out)
 		}
 		refs := r.Refs("refs/ci/")
 		if refs["refs/ci/2/a"] != r.Commit || refs["refs/ci/2/b"] != r.Commit {

@@ -200,3 +200,15 @@ func versionOf(t *testing.T, bin string, env []string) map[string]string {
 	}
 	return fields
 }
+
+// linkGoCache makes path a symbolic link to this machine's Go build cache.
+func linkGoCache(t *testing.T, path string) {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(strings.TrimSpace(string(out)), path); err != nil {
+		t.Fatal(err)
+	}
+}
