@@ -3,7 +3,8 @@
 # (docs/releasing.md). Called by scripts/test.sh; runs alone too.
 #
 #   1. goreleaser check on .goreleaser.yaml (goreleaser v2.15.1, built once with
-#      go install into ~/.cache/refretry/goreleaser-v2.15.1 and reused).
+#      go install into ~/.cache/refretry/goreleaser-v2.15.1, or under XDG_CACHE_HOME,
+#      and reused).
 #   2. A snapshot release of the current checkout (every archive and checksums.txt)
 #      into a temporary dist directory: nothing is written in the tree.
 #   3. The linux/amd64 binary of that snapshot prints its stamped version and commit.
@@ -23,7 +24,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 goreleaser_version=v2.15.1
-cache=${REFRETRY_CACHE:-$HOME/.cache/refretry}/goreleaser-$goreleaser_version
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/refretry/goreleaser-$goreleaser_version # as scripts/get-git.sh
 goreleaser=$cache/goreleaser
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
