@@ -51,6 +51,7 @@ done
 for target in FuzzParsePorcelain FuzzClassify; do
 	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./push
 done
+go test -run '^$' -fuzz '^FuzzClassify$' -fuzztime 5s ./fetch
 go test -run '^$' -fuzz '^FuzzShimParse$' -fuzztime 5s ./internal/shim
 for target in FuzzParse FuzzDecodeRequest; do
 	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./internal/group
