@@ -31,7 +31,8 @@ var (
 	// that report auto-maintenance after the fetch: they decide nothing.
 	effectSigns = []string{
 		"Could not read from remote repository.",
-		"unable to compact stack: data is locked",
+		"could not remove reference ", // 2.39, after a --prune deletion's own error
+		"unable to compact stack: ",   // reftable auto-compaction after the fetch: locked, or concurrently modified
 	}
 )
 
@@ -75,9 +76,12 @@ func Classify(exitCode int, stderr []byte) *Error {
 			}
 			continue
 		}
-		inner, ref := gitmsg.StripCannotLockRef(msg)
-		if r, rest, ok := cutDeleteRef(inner); ok {
+		inner, ref := msg, ""
+		if r, rest, ok := cutDeleteRef(inner); ok { // --prune
 			inner, ref = rest, r
+		}
+		if in, r := gitmsg.StripCannotLockRef(inner); r != "" {
+			inner, ref = in, r
 		}
 		if m := gitmsg.Exists().FindStringSubmatch(inner); m != nil {
 			_, _, used := gitmsg.ReadAdvice(lines[i+1:])
@@ -126,9 +130,13 @@ func errorMessage(line string) (string, bool) {
 	return "", false
 }
 
-// cutDeleteRef removes "could not delete reference <ref>: " (a pruned ref), returning
-// the ref and the rest.
+// cutDeleteRef removes the wrapper --prune puts around why a deletion failed: "could
+// not delete reference <ref>: " for one ref, "could not delete references: " for
+// several (ref ""), returning the ref and the rest.
 func cutDeleteRef(msg string) (ref, rest string, ok bool) {
+	if rest, ok := strings.CutPrefix(msg, "could not delete references: "); ok {
+		return "", rest, true
+	}
 	after, ok := strings.CutPrefix(msg, "could not delete reference ")
 	if !ok {
 		return "", msg, false
