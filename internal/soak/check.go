@@ -42,7 +42,7 @@ func readState(r *repo, p *plan) (*state, error) {
 	}
 	for _, rp := range p.refs {
 		switch rp.kind {
-		case kCreate, kShared, kChain, kTarget:
+		case kCreate, kShared, kChain, kTarget, kExists:
 		default:
 			continue
 		}
@@ -74,9 +74,13 @@ func readState(r *repo, p *plan) (*state, error) {
 func check(p *plan, st *state) []string {
 	var v []string
 	bad := func(format string, a ...any) { v = append(v, fmt.Sprintf(format, a...)) }
-	ok := func(o *op) bool { return o.inv.code == 0 }
+	ok := (*op).applied
 
 	for _, inv := range p.invs {
+		if inv.batchUpdates() {
+			checkBatch(inv, bad)
+			continue
+		}
 		if inv.stdout != "" {
 			bad("inv-%d (%s): unexpected stdout %q", inv.id, inv.form, inv.stdout)
 		}
@@ -100,7 +104,7 @@ func check(p *plan, st *state) []string {
 		known[rp.name] = true
 		got, exists := st.refs[rp.name]
 		switch rp.kind {
-		case kCreate, kShared, kChain, kTarget:
+		case kCreate, kShared, kChain, kTarget, kExists:
 			checkWritten(rp, got, exists, st.reflogs[rp.name], bad, ok)
 		case kDelete:
 			o := rp.ops[0]
@@ -140,9 +144,83 @@ func check(p *plan, st *state) []string {
 	return v
 }
 
+// readReport reads a --batch-updates invocation's report, marking the ops it
+// rejected, and returns what is wrong with the report itself. git prints one
+// "rejected <ref> <new> <old> <reason>" line per rejected update on stdout, and
+// refretry keeps them in input order.
+func readReport(inv *invocation) []string {
+	var bad []string
+	byRef := map[string]int{}
+	for i, o := range inv.ops {
+		byRef[o.ref.name] = i
+	}
+	last := -1
+	for line := range strings.Lines(inv.stdout) {
+		f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 5)
+		if len(f) != 5 || f[0] != "rejected" {
+			bad = append(bad, fmt.Sprintf("unexpected stdout line %q", line))
+			continue
+		}
+		i, ok := byRef[f[1]]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("rejects %s, which it does not update: %q", f[1], line))
+			continue
+		case inv.ops[i].rejected:
+			bad = append(bad, fmt.Sprintf("rejects %s twice", f[1]))
+			continue
+		case i < last:
+			bad = append(bad, fmt.Sprintf("rejection of %s is out of input order", f[1]))
+		}
+		last = i
+		inv.ops[i].rejected, inv.ops[i].reason = true, f[4]
+	}
+	return bad
+}
+
+// checkBatch checks a --batch-updates invocation: it exits 0; its report rejects
+// exactly the ops that had to fail, each for its real reason, and no op whose only
+// obstacle could have been a lock another writer held (refretry resubmits those);
+// it may reject a CAS step that lost its race, for its old value; every rejection
+// has git's error detail, naming the ref, on stderr.
+func checkBatch(inv *invocation, bad func(string, ...any)) {
+	for _, msg := range readReport(inv) {
+		bad("inv-%d (%s): %s", inv.id, inv.form, msg)
+	}
+	if inv.code != 0 {
+		bad("inv-%d (%s): exit %d: %s", inv.id, inv.form, inv.code, lastLines(inv.stderr))
+		return
+	}
+	for _, o := range inv.ops {
+		switch {
+		case o.mustFail && !o.rejected:
+			bad("inv-%d (%s): accepted %s %s, which had to be rejected (%s)", inv.id, inv.form, o.verb, o.ref.name, o.wantReason())
+		case o.rejected && !o.mustFail && !o.mayFail:
+			bad("inv-%d (%s): rejected %s %s with nothing in the way (%s): %s", inv.id, inv.form, o.verb, o.ref.name, o.reason, detail(inv.stderr, o.ref.name))
+		case o.rejected && o.reason != o.wantReason():
+			bad("inv-%d (%s): rejected %s %s for %q, want %q: %s", inv.id, inv.form, o.verb, o.ref.name, o.reason, o.wantReason(), detail(inv.stderr, o.ref.name))
+		case o.rejected && !strings.Contains(inv.stderr, "'"+o.ref.name+"'"):
+			bad("inv-%d (%s): rejected %s, but stderr has no detail naming it", inv.id, inv.form, o.ref.name)
+		case o.rejected && o.ref.kind == kExists && !strings.Contains(inv.stderr, "cannot lock ref '"+o.ref.name+"': reference already exists\n"):
+			// A held lock is reported with the same reason; only the detail tells.
+			bad("inv-%d (%s): rejected the create of existing %s, but not because it exists: %s", inv.id, inv.form, o.ref.name, detail(inv.stderr, o.ref.name))
+		}
+	}
+}
+
+// detail is the first stderr line that names ref.
+func detail(stderr, ref string) string {
+	for line := range strings.Lines(stderr) {
+		if strings.Contains(line, "'"+ref+"'") {
+			return strings.TrimSuffix(line, "\n")
+		}
+	}
+	return "(none)"
+}
+
 // checkWritten checks a regular ref written by plain and CAS updates: its reflog,
-// after the setup entry, holds exactly one entry per operation whose invocation
-// succeeded, each with that operation's value; each CAS found its expected value;
+// after the setup entry, holds exactly one entry per operation that was applied
+// (its invocation succeeded and did not reject it), each with that operation's value; each CAS found its expected value;
 // the ref ends at the last value written; failed invocations left no trace.
 func checkWritten(rp *refPlan, got refState, exists bool, log []logEntry, bad func(string, ...any), ok func(*op) bool) {
 	// Every value written in a round is distinct, so an entry's value names its
@@ -180,7 +258,7 @@ func checkWritten(rp *refPlan, got refState, exists bool, log []logEntry, bad fu
 		case o == nil:
 			bad("%s: reflog entry %d %v was written by no operation on this ref", rp.name, i, e)
 		case !ok(o):
-			bad("%s: reflog entry %d %v is from inv-%d, which failed (exit %d)", rp.name, i, e, o.inv.id, o.inv.code)
+			bad("%s: reflog entry %d %v is from inv-%d, which %s", rp.name, i, e, o.inv.id, o.outcome())
 		case seen[o]:
 			bad("%s: reflog has inv-%d's update twice", rp.name, o.inv.id)
 		case e.msg != o.inv.msg():

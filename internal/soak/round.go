@@ -21,6 +21,7 @@ type roundResult struct {
 	invocations, ops, retries int
 	holders                   int // lock-holding transactions that aborted
 	failureClasses            map[string]int
+	rejections                map[string]int // --batch-updates rejections, by reason
 	forms                     map[string]int
 	violations                []string
 	kept                      string
@@ -160,7 +161,7 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 	}
 	var written []*refPlan
 	for _, rp := range p.refs {
-		if rp.kind == kShared || rp.kind == kChain || rp.kind == kDelete {
+		if rp.kind == kShared || rp.kind == kChain || rp.kind == kDelete || rp.kind == kExists {
 			written = append(written, rp)
 		}
 	}
@@ -211,7 +212,7 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 	}
 	wg.Wait()
 
-	res := &roundResult{invocations: len(p.invs), ops: p.ops, holders: len(holders), failureClasses: map[string]int{}, forms: map[string]int{}}
+	res := &roundResult{invocations: len(p.invs), ops: p.ops, holders: len(holders), failureClasses: map[string]int{}, rejections: map[string]int{}, forms: map[string]int{}}
 	for _, inv := range p.invs {
 		res.forms[inv.form]++
 		if inv.coalesce {
@@ -228,6 +229,13 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 		return nil, err
 	}
 	res.violations = check(p, st)
+	for _, inv := range p.invs {
+		for _, o := range inv.ops {
+			if o.rejected {
+				res.rejections[o.reason]++
+			}
+		}
+	}
 	if len(res.violations) > 0 && keep {
 		res.kept = root
 	} else {
