@@ -25,21 +25,11 @@ type state struct {
 
 // readState reads every ref under refs/soak/ and the reflogs the model checks.
 func readState(r *repo, p *plan) (*state, error) {
-	st := &state{refs: map[string]refState{}, reflogs: map[string][]logEntry{}}
-	out, err := r.run("", "for-each-ref", "--format=%(refname)%09%(objectname)%09%(symref)", "refs/soak/")
+	refs, err := listRefs(r, "refs/soak/")
 	if err != nil {
 		return nil, err
 	}
-	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		f := strings.Split(line, "\t")
-		if len(f) != 3 {
-			return nil, fmt.Errorf("for-each-ref line %q", line)
-		}
-		st.refs[f[0]] = refState{oid: f[1], symTo: f[2]}
-	}
+	st := &state{refs: refs, reflogs: map[string][]logEntry{}}
 	for _, rp := range p.refs {
 		switch rp.kind {
 		case kCreate, kShared, kChain, kTarget, kExists:
@@ -68,6 +58,26 @@ func readState(r *repo, p *plan) (*state, error) {
 		st.reflogs[rp.name] = entries
 	}
 	return st, nil
+}
+
+// listRefs lists the refs under the patterns (every ref when none is given).
+func listRefs(r *repo, patterns ...string) (map[string]refState, error) {
+	out, err := r.run("", append([]string{"for-each-ref", "--format=%(refname)%09%(objectname)%09%(symref)"}, patterns...)...)
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]refState{}
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("for-each-ref line %q", line)
+		}
+		refs[f[0]] = refState{oid: f[1], symTo: f[2]}
+	}
+	return refs, nil
 }
 
 // check compares the final state with the model and returns every violation.

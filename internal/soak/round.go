@@ -145,6 +145,13 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 		os.RemoveAll(root)
 		return nil, err
 	}
+	// The fetch part draws from a generator of its own: the rest of the round is
+	// what it would be without it.
+	rm, err := newRemote(cfg, root, r, rand.New(rand.NewSource(^seed)))
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
 	// Background noise: packing refs contends for packed-refs.lock (files) and
 	// compacts the stack (reftable) while the writers run.
 	packs := make([]int, rng.Intn(3))
@@ -202,6 +209,14 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 			runInvocation(r, refretry, inv)
 		}()
 	}
+	for _, f := range rm.fetches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Until(start.Add(time.Duration(f.delay) * time.Millisecond)))
+			runFetch(r, refretry, rm, f)
+		}()
+	}
 	for _, d := range packs {
 		wg.Add(1)
 		go func() {
@@ -220,7 +235,15 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 		}
 		res.retries += strings.Count(inv.stderr, "refretry: attempt ")
 		if inv.code != 0 {
-			res.failureClasses[failureClass(inv)]++
+			res.failureClasses[failureClass(inv.stderr)]++
+		}
+	}
+	for _, f := range rm.fetches {
+		res.invocations++
+		res.forms[f.form]++
+		res.retries += strings.Count(f.stderr, "refretry: attempt ")
+		if f.code != 0 {
+			res.failureClasses[failureClass(f.stderr)]++
 		}
 	}
 	st, err := readState(r, p)
@@ -228,7 +251,12 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 		os.RemoveAll(root)
 		return nil, err
 	}
-	res.violations = check(p, st)
+	all, err := listRefs(r)
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	res.violations = append(check(p, st), checkFetches(cfg, rm, all)...)
 	for _, inv := range p.invs {
 		for _, o := range inv.ops {
 			if o.rejected {
@@ -250,25 +278,28 @@ func runInvocation(r *repo, refretry string, inv *invocation) {
 		args = append(args, "--coalesce")
 	}
 	args = append(args, inv.args()...)
+	inv.code, inv.stdout, inv.stderr = runRefretry(r, refretry, args, inv.input())
+}
+
+// runRefretry runs refretry on r with r's git.
+func runRefretry(r *repo, refretry string, args []string, stdin string) (code int, stdout, stderr string) {
 	cmd := exec.Command(refretry, args...)
 	cmd.Env = append(r.env[:len(r.env):len(r.env)], "REFRETRY_GIT="+r.git)
-	cmd.Stdin = strings.NewReader(inv.input())
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
-	inv.code = 0
 	if ee, ok := err.(*exec.ExitError); ok {
-		inv.code = ee.ExitCode()
+		code = ee.ExitCode()
 	} else if err != nil {
-		inv.code = -1
+		code = -1
 		errOut.WriteString("soak: " + err.Error())
 	}
-	inv.stdout, inv.stderr = out.String(), errOut.String()
+	return code, out.String(), errOut.String()
 }
 
 // failureClass names why an invocation failed, from its stderr.
-func failureClass(inv *invocation) string {
-	s := inv.stderr
+func failureClass(s string) string {
 	switch {
 	case strings.Contains(s, "refretry: gave up"):
 		return "gave-up"
@@ -282,6 +313,10 @@ func failureClass(inv *invocation) string {
 		return "ref-missing"
 	case strings.Contains(s, "reference already exists"):
 		return "ref-exists"
+	case strings.Contains(s, "(non-fast-forward)"):
+		return "non-fast-forward"
+	case strings.Contains(s, "couldn't find remote ref"):
+		return "remote-ref-missing"
 	}
 	return "other"
 }
