@@ -266,10 +266,30 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 	}
 	if len(res.violations) > 0 && keep {
 		res.kept = root
+		keepOutput(root, p, rm)
 	} else {
 		os.RemoveAll(root)
 	}
 	return res, nil
+}
+
+// keepOutput writes every process's output next to the kept repository, as
+// output/inv-N and output/fetch-N: its arguments, exit code, stdout and stderr.
+func keepOutput(root string, p *plan, rm *remote) {
+	dir := filepath.Join(root, "output")
+	if os.Mkdir(dir, 0o755) != nil {
+		return
+	}
+	write := func(name string, args []string, code int, stdout, stderr string) {
+		text := fmt.Sprintf("args: %q\nexit: %d\n--- stdout\n%s--- stderr\n%s", args, code, stdout, stderr)
+		_ = os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644)
+	}
+	for _, inv := range p.invs {
+		write(fmt.Sprintf("inv-%d", inv.id), inv.args(), inv.code, inv.stdout, inv.stderr)
+	}
+	for _, f := range rm.fetches {
+		write(fmt.Sprintf("fetch-%d", f.id), f.args(rm), f.code, f.stdout, f.stderr)
+	}
 }
 
 func runInvocation(r *repo, refretry string, inv *invocation) {
