@@ -56,9 +56,14 @@ type remote struct {
 	outside map[string]refState
 }
 
-// defaultForms are the forms that fetch every branch and must succeed; the first
-// three use the configured remote's default refspec.
+// defaultForms are the forms that fetch every branch and must succeed.
 var defaultForms = []string{"fetch", "fetch-prune", "fetch-atomic", "fetch-url", "fetch-stdin"}
+
+// createsHEAD reports whether the fetch uses the configured remote's default
+// refspec, with which git 2.48+ creates refs/remotes/soak/HEAD.
+func (f *fetchInv) createsHEAD() bool {
+	return f.form == "fetch" || f.form == "fetch-prune" || f.form == "fetch-atomic"
+}
 
 // args are the fetch's arguments after `refretry … fetch`.
 func (f *fetchInv) args(rm *remote) []string {
@@ -268,7 +273,7 @@ func checkFetches(cfg config, rm *remote, after map[string]refState) []string {
 	pruned, head := false, false
 	for _, f := range rm.fetches {
 		pruned = pruned || f.form == "fetch-prune"
-		head = head || slices.Contains(defaultForms[:3], f.form)
+		head = head || f.createsHEAD()
 		if f.stdout != "" {
 			bad("fetch-%d (%s): unexpected stdout %q", f.id, f.form, f.stdout)
 		}
