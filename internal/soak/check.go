@@ -287,8 +287,22 @@ func checkWritten(rp *refPlan, got refState, exists bool, log []logEntry, bad fu
 		}
 	}
 	if got.oid != cur {
-		bad("%s: holds %s, but the last value written is %s", rp.name, got.oid, cur)
+		bad("%s: holds %s (%s), but the last value written is %s", rp.name, got.oid, whose(rp, got.oid, byNew), cur)
 	}
+}
+
+// whose says where a value a ref holds came from: its setup, or an operation.
+func whose(rp *refPlan, oid string, byNew map[string]*op) string {
+	if oid == rp.initial {
+		return "its setup value"
+	}
+	if o := byNew[oid]; o != nil {
+		if o.applied() {
+			return fmt.Sprintf("written by inv-%d, which succeeded", o.inv.id)
+		}
+		return fmt.Sprintf("the value of inv-%d, which %s", o.inv.id, o.outcome())
+	}
+	return "no operation's value"
 }
 
 func lastLines(s string) string {
