@@ -194,6 +194,19 @@ func newRemote(cfg config, root string, r *repo, rng *rand.Rand) (*remote, error
 	if _, err := r.run("", "remote", "add", remoteName, rm.dir); err != nil {
 		return nil, err
 	}
+	// Every fetch starts `git maintenance run --auto`. On the files backend git
+	// 2.55's runs `pack-refs --all --prune --auto`, which reads the loose refs before
+	// it takes packed-refs.lock: when it waits for the lock while another pack-refs
+	// packs and prunes newer values, it then packs the old ones, and a ref goes back
+	// to a value it held before (plain git, no refretry involved). The soak would
+	// blame refretry for that, so files repositories run no auto-maintenance (2.39's
+	// is a gc --auto below its thresholds here anyway); on reftable it compacts the
+	// stack alongside the writers.
+	if cfg.backend == "files" {
+		if _, err := r.run("", "config", "maintenance.auto", "false"); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := r.run("", "fetch", "-q", rm.dir, forcedSpec); err != nil {
 		return nil, err
 	}
