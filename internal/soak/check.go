@@ -25,24 +25,14 @@ type state struct {
 
 // readState reads every ref under refs/soak/ and the reflogs the model checks.
 func readState(r *repo, p *plan) (*state, error) {
-	st := &state{refs: map[string]refState{}, reflogs: map[string][]logEntry{}}
-	out, err := r.run("", "for-each-ref", "--format=%(refname)%09%(objectname)%09%(symref)", "refs/soak/")
+	refs, err := listRefs(r, "refs/soak/")
 	if err != nil {
 		return nil, err
 	}
-	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		f := strings.Split(line, "\t")
-		if len(f) != 3 {
-			return nil, fmt.Errorf("for-each-ref line %q", line)
-		}
-		st.refs[f[0]] = refState{oid: f[1], symTo: f[2]}
-	}
+	st := &state{refs: refs, reflogs: map[string][]logEntry{}}
 	for _, rp := range p.refs {
 		switch rp.kind {
-		case kCreate, kShared, kChain, kTarget:
+		case kCreate, kShared, kChain, kTarget, kExists:
 		default:
 			continue
 		}
@@ -70,13 +60,37 @@ func readState(r *repo, p *plan) (*state, error) {
 	return st, nil
 }
 
+// listRefs lists the refs under the patterns (every ref when none is given).
+func listRefs(r *repo, patterns ...string) (map[string]refState, error) {
+	out, err := r.run("", append([]string{"for-each-ref", "--format=%(refname)%09%(objectname)%09%(symref)"}, patterns...)...)
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]refState{}
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("for-each-ref line %q", line)
+		}
+		refs[f[0]] = refState{oid: f[1], symTo: f[2]}
+	}
+	return refs, nil
+}
+
 // check compares the final state with the model and returns every violation.
 func check(p *plan, st *state) []string {
 	var v []string
 	bad := func(format string, a ...any) { v = append(v, fmt.Sprintf(format, a...)) }
-	ok := func(o *op) bool { return o.inv.code == 0 }
+	ok := (*op).applied
 
 	for _, inv := range p.invs {
+		if inv.batchUpdates() {
+			checkBatch(inv, bad)
+			continue
+		}
 		if inv.stdout != "" {
 			bad("inv-%d (%s): unexpected stdout %q", inv.id, inv.form, inv.stdout)
 		}
@@ -100,7 +114,7 @@ func check(p *plan, st *state) []string {
 		known[rp.name] = true
 		got, exists := st.refs[rp.name]
 		switch rp.kind {
-		case kCreate, kShared, kChain, kTarget:
+		case kCreate, kShared, kChain, kTarget, kExists:
 			checkWritten(rp, got, exists, st.reflogs[rp.name], bad, ok)
 		case kDelete:
 			o := rp.ops[0]
@@ -140,9 +154,83 @@ func check(p *plan, st *state) []string {
 	return v
 }
 
+// readReport reads a --batch-updates invocation's report, marking the ops it
+// rejected, and returns what is wrong with the report itself. git prints one
+// "rejected <ref> <new> <old> <reason>" line per rejected update on stdout, and
+// refretry keeps them in input order.
+func readReport(inv *invocation) []string {
+	var bad []string
+	byRef := map[string]int{}
+	for i, o := range inv.ops {
+		byRef[o.ref.name] = i
+	}
+	last := -1
+	for line := range strings.Lines(inv.stdout) {
+		f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 5)
+		if len(f) != 5 || f[0] != "rejected" {
+			bad = append(bad, fmt.Sprintf("unexpected stdout line %q", line))
+			continue
+		}
+		i, ok := byRef[f[1]]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("rejects %s, which it does not update: %q", f[1], line))
+			continue
+		case inv.ops[i].rejected:
+			bad = append(bad, fmt.Sprintf("rejects %s twice", f[1]))
+			continue
+		case i < last:
+			bad = append(bad, fmt.Sprintf("rejection of %s is out of input order", f[1]))
+		}
+		last = i
+		inv.ops[i].rejected, inv.ops[i].reason = true, f[4]
+	}
+	return bad
+}
+
+// checkBatch checks a --batch-updates invocation: it exits 0; its report rejects
+// exactly the ops that had to fail, each for its real reason, and no op whose only
+// obstacle could have been a lock another writer held (refretry resubmits those);
+// it may reject a CAS step that lost its race, for its old value; every rejection
+// has git's error detail, naming the ref, on stderr.
+func checkBatch(inv *invocation, bad func(string, ...any)) {
+	for _, msg := range readReport(inv) {
+		bad("inv-%d (%s): %s", inv.id, inv.form, msg)
+	}
+	if inv.code != 0 {
+		bad("inv-%d (%s): exit %d: %s", inv.id, inv.form, inv.code, lastLines(inv.stderr))
+		return
+	}
+	for _, o := range inv.ops {
+		switch {
+		case o.mustFail && !o.rejected:
+			bad("inv-%d (%s): accepted %s %s, which had to be rejected (%s)", inv.id, inv.form, o.verb, o.ref.name, o.wantReason())
+		case o.rejected && !o.mustFail && !o.mayFail:
+			bad("inv-%d (%s): rejected %s %s with nothing in the way (%s): %s", inv.id, inv.form, o.verb, o.ref.name, o.reason, detail(inv.stderr, o.ref.name))
+		case o.rejected && o.reason != o.wantReason():
+			bad("inv-%d (%s): rejected %s %s for %q, want %q: %s", inv.id, inv.form, o.verb, o.ref.name, o.reason, o.wantReason(), detail(inv.stderr, o.ref.name))
+		case o.rejected && !strings.Contains(inv.stderr, "'"+o.ref.name+"'"):
+			bad("inv-%d (%s): rejected %s, but stderr has no detail naming it", inv.id, inv.form, o.ref.name)
+		case o.rejected && o.ref.kind == kExists && !strings.Contains(inv.stderr, "cannot lock ref '"+o.ref.name+"': reference already exists\n"):
+			// A held lock is reported with the same reason; only the detail tells.
+			bad("inv-%d (%s): rejected the create of existing %s, but not because it exists: %s", inv.id, inv.form, o.ref.name, detail(inv.stderr, o.ref.name))
+		}
+	}
+}
+
+// detail is the first stderr line that names ref.
+func detail(stderr, ref string) string {
+	for line := range strings.Lines(stderr) {
+		if strings.Contains(line, "'"+ref+"'") {
+			return strings.TrimSuffix(line, "\n")
+		}
+	}
+	return "(none)"
+}
+
 // checkWritten checks a regular ref written by plain and CAS updates: its reflog,
-// after the setup entry, holds exactly one entry per operation whose invocation
-// succeeded, each with that operation's value; each CAS found its expected value;
+// after the setup entry, holds exactly one entry per operation that was applied
+// (its invocation succeeded and did not reject it), each with that operation's value; each CAS found its expected value;
 // the ref ends at the last value written; failed invocations left no trace.
 func checkWritten(rp *refPlan, got refState, exists bool, log []logEntry, bad func(string, ...any), ok func(*op) bool) {
 	// Every value written in a round is distinct, so an entry's value names its
@@ -180,7 +268,7 @@ func checkWritten(rp *refPlan, got refState, exists bool, log []logEntry, bad fu
 		case o == nil:
 			bad("%s: reflog entry %d %v was written by no operation on this ref", rp.name, i, e)
 		case !ok(o):
-			bad("%s: reflog entry %d %v is from inv-%d, which failed (exit %d)", rp.name, i, e, o.inv.id, o.inv.code)
+			bad("%s: reflog entry %d %v is from inv-%d, which %s", rp.name, i, e, o.inv.id, o.outcome())
 		case seen[o]:
 			bad("%s: reflog has inv-%d's update twice", rp.name, o.inv.id)
 		case e.msg != o.inv.msg():
@@ -199,8 +287,22 @@ func checkWritten(rp *refPlan, got refState, exists bool, log []logEntry, bad fu
 		}
 	}
 	if got.oid != cur {
-		bad("%s: holds %s, but the last value written is %s", rp.name, got.oid, cur)
+		bad("%s: holds %s (%s), but the last value written is %s", rp.name, got.oid, whose(rp, got.oid, byNew), cur)
 	}
+}
+
+// whose says where a value a ref holds came from: its setup, or an operation.
+func whose(rp *refPlan, oid string, byNew map[string]*op) string {
+	if oid == rp.initial {
+		return "its setup value"
+	}
+	if o := byNew[oid]; o != nil {
+		if o.applied() {
+			return fmt.Sprintf("written by inv-%d, which succeeded", o.inv.id)
+		}
+		return fmt.Sprintf("the value of inv-%d, which %s", o.inv.id, o.outcome())
+	}
+	return "no operation's value"
 }
 
 func lastLines(s string) string {

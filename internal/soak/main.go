@@ -43,8 +43,8 @@ func main() {
 		*seed = time.Now().UnixNano() % 1_000_000_000
 	}
 	configs := []config{
-		{name: "git2.55/reftable", git: *git, backend: "reftable", symrefCmds: true},
-		{name: "git2.55/files", git: *git, backend: "files", symrefCmds: true},
+		{name: "git2.55/reftable", git: *git, backend: "reftable", symrefCmds: true, batchUpdates: true, remoteHEAD: true},
+		{name: "git2.55/files", git: *git, backend: "files", symrefCmds: true, batchUpdates: true, remoteHEAD: true},
 		{name: "git2.39/files", git: *oldGit, backend: "files"},
 	}
 	fmt.Printf("soak: seed %d, up to %d rounds or %ds; reproduce a round with: -seed %d -first <round> -rounds 1 -ops %d -coalesce=%v\n",
@@ -90,12 +90,13 @@ type totals struct {
 	rounds, invocations, ops, retries, violations, holders int
 	byConfig                                               map[string]int
 	failures                                               map[string]int
+	rejections                                             map[string]int
 	forms                                                  map[string]int
 	start                                                  time.Time
 }
 
 func newTotals() *totals {
-	return &totals{byConfig: map[string]int{}, failures: map[string]int{}, forms: map[string]int{}, start: time.Now()}
+	return &totals{byConfig: map[string]int{}, failures: map[string]int{}, rejections: map[string]int{}, forms: map[string]int{}, start: time.Now()}
 }
 
 func (t *totals) add(cfg string, r *roundResult) {
@@ -112,6 +113,9 @@ func (t *totals) add(cfg string, r *roundResult) {
 	for k, v := range r.forms {
 		t.forms[k] += v
 	}
+	for k, v := range r.rejections {
+		t.rejections[k] += v
+	}
 }
 
 func (t *totals) print(w io.Writer) {
@@ -123,6 +127,11 @@ func (t *totals) print(w io.Writer) {
 		nf += v
 	}
 	fmt.Fprintf(w, "soak: failures %d (%s)\n", nf, joinCounts(t.failures))
+	nr := 0
+	for _, v := range t.rejections {
+		nr += v
+	}
+	fmt.Fprintf(w, "soak: --batch-updates rejections %d (%s)\n", nr, joinCounts(t.rejections))
 	fmt.Fprintf(w, "soak: violations %d\n", t.violations)
 }
 

@@ -12,6 +12,11 @@ type config struct {
 	git        string
 	backend    string // "files" or "reftable"
 	symrefCmds bool   // the symref-* --stdin commands exist (2.46+)
+	// batchUpdates: update-ref --batch-updates exists (2.50+).
+	batchUpdates bool
+	// remoteHEAD: a fetch from a configured remote with its default refspec creates
+	// refs/remotes/<remote>/HEAD (remote.<name>.followRemoteHEAD, 2.48+).
+	remoteHEAD bool
 }
 
 // kind is how a ref is used in a round. Each kind keeps the model decidable: the ref
@@ -27,10 +32,11 @@ const (
 	kSymUpdate             // a symref; one symref-update with the right or a wrong old target
 	kNoDeref               // a symref to its own target ref; one --no-deref update of the symref itself
 	kTarget                // the target of a kNoDeref symref: written by nobody
+	kExists                // exists; one create, which must fail
 )
 
 var kindNames = map[kind]string{kCreate: "create", kShared: "shared", kChain: "chain", kDelete: "delete",
-	kSymCreate: "symref-create", kSymUpdate: "symref-update", kNoDeref: "no-deref", kTarget: "target"}
+	kSymCreate: "symref-create", kSymUpdate: "symref-update", kNoDeref: "no-deref", kTarget: "target", kExists: "exists"}
 
 type refPlan struct {
 	name    string
@@ -49,12 +55,39 @@ type op struct {
 	mustFail bool   // old is a value the ref never holds
 	mayFail  bool   // a CAS step that may legitimately lose its race
 	inv      *invocation
+
+	// With --batch-updates: rejected says the invocation's report rejected the op,
+	// for reason.
+	rejected bool
+	reason   string
+}
+
+// applied reports whether the op took effect, as far as its invocation reported:
+// the invocation succeeded and, with --batch-updates, did not reject it.
+func (o *op) applied() bool { return o.inv.code == 0 && !o.rejected }
+
+// outcome says why an op that was not applied was not: "failed (exit N)", or
+// "rejected it (reason)".
+func (o *op) outcome() string {
+	if o.rejected {
+		return fmt.Sprintf("rejected it (%s)", o.reason)
+	}
+	return fmt.Sprintf("failed (exit %d)", o.inv.code)
+}
+
+// wantReason is the reason --batch-updates must give when it rejects o: only the
+// create of a ref that exists is rejected for another reason than its old value.
+func (o *op) wantReason() string {
+	if o.ref.kind == kExists {
+		return "reference already exists"
+	}
+	return "incorrect old value provided"
 }
 
 // invocation is one refretry process.
 type invocation struct {
 	id    int
-	form  string // single, delete, no-deref, stdin, stdin-z
+	form  string // single, delete, no-deref, stdin, stdin-z, batch, batch-z
 	ops   []*op
 	delay int // milliseconds after the round starts
 	// coalesce runs a one-ref invocation with --coalesce, under a message it shares
@@ -64,6 +97,9 @@ type invocation struct {
 	code           int
 	stdout, stderr string
 }
+
+// batchUpdates reports whether the invocation runs with --stdin --batch-updates.
+func (inv *invocation) batchUpdates() bool { return inv.form == "batch" || inv.form == "batch-z" }
 
 func (inv *invocation) msg() string {
 	if inv.coalesce {
@@ -95,13 +131,17 @@ func (inv *invocation) args() []string {
 		a = append(a, "--stdin")
 	case "stdin-z":
 		a = append(a, "--stdin", "-z")
+	case "batch":
+		a = append(a, "--stdin", "--batch-updates")
+	case "batch-z":
+		a = append(a, "--stdin", "-z", "--batch-updates")
 	}
 	return a
 }
 
 // input is the --stdin input of a batch.
 func (inv *invocation) input() string {
-	z := inv.form == "stdin-z"
+	z := inv.form == "stdin-z" || inv.form == "batch-z"
 	var b strings.Builder
 	line := func(fields ...string) {
 		if !z {
@@ -177,7 +217,7 @@ func makePlan(rng *rand.Rand, cfg config, maxOps int, coalesce bool, take func()
 	}
 	budget := maxOps/4 + rng.Intn(maxOps*3/4+1)
 	for len(ops) < budget {
-		switch k := rng.Intn(10); {
+		switch k := rng.Intn(11); {
 		case k < 3:
 			add(newRef(kCreate), &op{verb: "create", new: take()})
 		case k < 4:
@@ -212,6 +252,10 @@ func makePlan(rng *rand.Rand, cfg config, maxOps int, coalesce bool, take func()
 			default:
 				add(r, &op{verb: "delete", old: take(), mustFail: true})
 			}
+		case k == 10:
+			r := newRef(kExists)
+			r.initial = take()
+			add(r, &op{verb: "create", new: take(), mustFail: true})
 		case k < 9 && cfg.symrefCmds:
 			if rng.Intn(2) == 0 {
 				add(newRef(kSymCreate), &op{verb: "symref-create", new: "refs/heads/main"})
@@ -236,7 +280,8 @@ func makePlan(rng *rand.Rand, cfg config, maxOps int, coalesce bool, take func()
 	rng.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
 
 	// Each op goes alone into a single-form invocation, when it has one, or into a
-	// --stdin batch of 1–50 ops on distinct refs.
+	// --stdin batch of 1–50 ops on distinct refs; on git 2.50+ a third of the batches
+	// run with --batch-updates.
 	type batch struct {
 		inv  *invocation
 		cap  int
@@ -269,6 +314,9 @@ func makePlan(rng *rand.Rand, cfg config, maxOps int, coalesce bool, take func()
 			form := "stdin"
 			if rng.Intn(2) == 0 {
 				form = "stdin-z"
+			}
+			if cfg.batchUpdates && rng.Intn(3) == 0 {
+				form = map[string]string{"stdin": "batch", "stdin-z": "batch-z"}[form]
 			}
 			b = &batch{inv: newInv(form), cap: 1 + rng.Intn(50), refs: map[string]bool{}}
 			open = append(open, b)

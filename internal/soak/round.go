@@ -21,6 +21,7 @@ type roundResult struct {
 	invocations, ops, retries int
 	holders                   int // lock-holding transactions that aborted
 	failureClasses            map[string]int
+	rejections                map[string]int // --batch-updates rejections, by reason
 	forms                     map[string]int
 	violations                []string
 	kept                      string
@@ -144,6 +145,13 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 		os.RemoveAll(root)
 		return nil, err
 	}
+	// The fetch part draws from a generator of its own: the rest of the round is
+	// what it would be without it.
+	rm, err := newRemote(cfg, root, r, rand.New(rand.NewSource(^seed)))
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
 	// Background noise: packing refs contends for packed-refs.lock (files) and
 	// compacts the stack (reftable) while the writers run.
 	packs := make([]int, rng.Intn(3))
@@ -160,7 +168,7 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 	}
 	var written []*refPlan
 	for _, rp := range p.refs {
-		if rp.kind == kShared || rp.kind == kChain || rp.kind == kDelete {
+		if rp.kind == kShared || rp.kind == kChain || rp.kind == kDelete || rp.kind == kExists {
 			written = append(written, rp)
 		}
 	}
@@ -201,6 +209,14 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 			runInvocation(r, refretry, inv)
 		}()
 	}
+	for _, f := range rm.fetches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Until(start.Add(time.Duration(f.delay) * time.Millisecond)))
+			runFetch(r, refretry, rm, f)
+		}()
+	}
 	for _, d := range packs {
 		wg.Add(1)
 		go func() {
@@ -211,7 +227,7 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 	}
 	wg.Wait()
 
-	res := &roundResult{invocations: len(p.invs), ops: p.ops, holders: len(holders), failureClasses: map[string]int{}, forms: map[string]int{}}
+	res := &roundResult{invocations: len(p.invs), ops: p.ops, holders: len(holders), failureClasses: map[string]int{}, rejections: map[string]int{}, forms: map[string]int{}}
 	for _, inv := range p.invs {
 		res.forms[inv.form]++
 		if inv.coalesce {
@@ -219,7 +235,15 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 		}
 		res.retries += strings.Count(inv.stderr, "refretry: attempt ")
 		if inv.code != 0 {
-			res.failureClasses[failureClass(inv)]++
+			res.failureClasses[failureClass(inv.stderr)]++
+		}
+	}
+	for _, f := range rm.fetches {
+		res.invocations++
+		res.forms[f.form]++
+		res.retries += strings.Count(f.stderr, "refretry: attempt ")
+		if f.code != 0 {
+			res.failureClasses[failureClass(f.stderr)]++
 		}
 	}
 	st, err := readState(r, p)
@@ -227,13 +251,45 @@ func runRound(cfg config, seed int64, refretry string, maxOps int, coalesce, kee
 		os.RemoveAll(root)
 		return nil, err
 	}
-	res.violations = check(p, st)
+	all, err := listRefs(r)
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	res.violations = append(check(p, st), checkFetches(cfg, rm, all)...)
+	for _, inv := range p.invs {
+		for _, o := range inv.ops {
+			if o.rejected {
+				res.rejections[o.reason]++
+			}
+		}
+	}
 	if len(res.violations) > 0 && keep {
 		res.kept = root
+		keepOutput(root, p, rm)
 	} else {
 		os.RemoveAll(root)
 	}
 	return res, nil
+}
+
+// keepOutput writes every process's output next to the kept repository, as
+// output/inv-N and output/fetch-N: its arguments, exit code, stdout and stderr.
+func keepOutput(root string, p *plan, rm *remote) {
+	dir := filepath.Join(root, "output")
+	if os.Mkdir(dir, 0o755) != nil {
+		return
+	}
+	write := func(name string, args []string, code int, stdout, stderr string) {
+		text := fmt.Sprintf("args: %q\nexit: %d\n--- stdout\n%s--- stderr\n%s", args, code, stdout, stderr)
+		_ = os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644)
+	}
+	for _, inv := range p.invs {
+		write(fmt.Sprintf("inv-%d", inv.id), inv.args(), inv.code, inv.stdout, inv.stderr)
+	}
+	for _, f := range rm.fetches {
+		write(fmt.Sprintf("fetch-%d", f.id), f.args(rm), f.code, f.stdout, f.stderr)
+	}
 }
 
 func runInvocation(r *repo, refretry string, inv *invocation) {
@@ -242,25 +298,28 @@ func runInvocation(r *repo, refretry string, inv *invocation) {
 		args = append(args, "--coalesce")
 	}
 	args = append(args, inv.args()...)
+	inv.code, inv.stdout, inv.stderr = runRefretry(r, refretry, args, inv.input())
+}
+
+// runRefretry runs refretry on r with r's git.
+func runRefretry(r *repo, refretry string, args []string, stdin string) (code int, stdout, stderr string) {
 	cmd := exec.Command(refretry, args...)
 	cmd.Env = append(r.env[:len(r.env):len(r.env)], "REFRETRY_GIT="+r.git)
-	cmd.Stdin = strings.NewReader(inv.input())
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
-	inv.code = 0
 	if ee, ok := err.(*exec.ExitError); ok {
-		inv.code = ee.ExitCode()
+		code = ee.ExitCode()
 	} else if err != nil {
-		inv.code = -1
+		code = -1
 		errOut.WriteString("soak: " + err.Error())
 	}
-	inv.stdout, inv.stderr = out.String(), errOut.String()
+	return code, out.String(), errOut.String()
 }
 
 // failureClass names why an invocation failed, from its stderr.
-func failureClass(inv *invocation) string {
-	s := inv.stderr
+func failureClass(s string) string {
 	switch {
 	case strings.Contains(s, "refretry: gave up"):
 		return "gave-up"
@@ -274,6 +333,10 @@ func failureClass(inv *invocation) string {
 		return "ref-missing"
 	case strings.Contains(s, "reference already exists"):
 		return "ref-exists"
+	case strings.Contains(s, "(non-fast-forward)"):
+		return "non-fast-forward"
+	case strings.Contains(s, "couldn't find remote ref"):
+		return "remote-ref-missing"
 	}
 	return "other"
 }
