@@ -274,16 +274,16 @@ func lockError(stderr string) string {
 
 // checkFetches checks the fetches and every ref outside refs/soak/ (which the
 // update-ref model checks): each fetch ends as its form must (0 but for the two
-// final failures, which are not retried), prints nothing on stdout, and when it
-// succeeds its git did not report reftable's lock held; every
+// final failures, which are not retried) and prints nothing on stdout; every
 // tracking ref of a branch the remote has equals it; a deleted branch's tracking ref
 // is gone when a --prune fetch ran and untouched otherwise; on git 2.48+ a fetch
-// with the default refspec created refs/remotes/soak/HEAD, pointing at b1's; no
-// other ref changed, appeared or went away.
+// with the default refspec created refs/remotes/soak/HEAD, pointing at b1's (unless
+// every such fetch that succeeded found reftable's lock held when it tried: git
+// exits 0 then, without it); no other ref changed, appeared or went away.
 func checkFetches(cfg config, rm *remote, after map[string]refState) []string {
 	var v []string
 	bad := func(format string, a ...any) { v = append(v, fmt.Sprintf(format, a...)) }
-	pruned, head := false, false
+	pruned, head, headMayLack := false, false, false
 	for _, f := range rm.fetches {
 		pruned = pruned || f.form == "fetch-prune"
 		head = head || f.createsHEAD()
@@ -298,9 +298,10 @@ func checkFetches(cfg config, rm *remote, after map[string]refState) []string {
 			bad("fetch-%d (%s): failed, but stderr does not say %q: %s", f.id, f.form, sign, lastLines(f.stderr))
 		case f.code == 0 && lockError(f.stderr) != "":
 			// git fetch exits 0 when it could not create the remote's HEAD for a
-			// held lock (reftable: "cannot lock references"): contention that
-			// nobody retried.
-			bad("fetch-%d (%s): exit 0, yet its last attempt reported %q", f.id, f.form, lockError(f.stderr))
+			// held lock (reftable: "cannot lock references"). refretry keeps git's
+			// success (docs/fetch.md): the remote's HEAD may then be missing, and
+			// nothing else.
+			headMayLack = headMayLack || f.createsHEAD()
 		}
 	}
 
@@ -316,6 +317,9 @@ func checkFetches(cfg config, rm *remote, after map[string]refState) []string {
 	}
 	if cfg.remoteHEAD && head {
 		want["refs/remotes/soak/HEAD"] = refState{oid: rm.branches[0].after, symTo: "refs/remotes/soak/b1"}
+		if _, ok := after["refs/remotes/soak/HEAD"]; !ok && headMayLack {
+			delete(want, "refs/remotes/soak/HEAD")
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		got, ok := after[name]
