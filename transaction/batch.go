@@ -63,7 +63,9 @@ func (r *run) batchUpdates(ctx context.Context, args Args) (int, error) {
 			return err
 		}
 		var again []unit
-		for _, rj := range parseRejections(last.stdout, last.stderr) {
+		var rjs []rejection
+		rjs, last.rest = parseRejections(last.stdout, last.stderr)
+		for _, rj := range rjs {
 			u := findUnit(pending, rj.ref)
 			rj = rj.withOrder(u)
 			if u == nil || !rj.lockedOwnRef(r.lockPath(ctx, rj.ref)) {
@@ -115,7 +117,7 @@ type attemptOutput struct {
 	started        bool
 	code           int
 	stdout, stderr []byte
-	rest           []byte // stderr lines that belong to no rejection
+	rest           []byte // stderr lines that belong to no rejection (parseRejections)
 }
 
 // batchAttempt runs git once on the pending units (all of the input when whole).
@@ -140,9 +142,7 @@ func (r *run) batchAttempt(ctx context.Context, args Args, n int, pending []unit
 		c, err := finish(cmd, runErr, errOut.Bytes())
 		return attemptOutput{code: c}, err
 	}
-	o := attemptOutput{started: true, code: code, stdout: out.Bytes(), stderr: errOut.Bytes()}
-	o.rest = restOfStderr(o.stderr)
-	return o, nil
+	return attemptOutput{started: true, code: code, stdout: out.Bytes(), stderr: errOut.Bytes()}, nil
 }
 
 // readerAt reads a Spool at an offset.
@@ -254,31 +254,46 @@ func (r *run) lockPath(ctx context.Context, ref string) string {
 	return dir + "/" + ref + ".lock"
 }
 
-// parseRejections pairs git's "rejected" lines with their "error:" details, by
-// refname (the streams are separate: docs/git-ref-semantics.md §2.5).
-func parseRejections(stdout, stderr []byte) []rejection {
+// parseRejections pairs git's "rejected" lines with their "error:" details: the
+// block that names the ref as the ref git was locking ("cannot lock ref '<ref>'"),
+// else the first other block that quotes it ("verifying symref target: '<ref>': …").
+// rest is the blocks left over that name no ref: what git printed about the batch as
+// a whole.
+func parseRejections(stdout, stderr []byte) (rjs []rejection, rest []byte) {
 	details := errorBlocks(stderr)
-	var out []rejection
+	used := make([]bool, len(details))
 	for line := range bytes.Lines(stdout) {
-		rest, ok := bytes.CutPrefix(line, []byte("rejected "))
+		after, ok := bytes.CutPrefix(line, []byte("rejected "))
 		if !ok {
 			continue
 		}
-		f := strings.SplitN(strings.TrimRight(string(rest), "\n"), " ", 4)
+		f := strings.SplitN(strings.TrimRight(string(after), "\n"), " ", 4)
 		if len(f) < 4 {
 			continue
 		}
-		rj := rejection{ref: f[0], reason: f[3], line: line}
-		for i, b := range details {
-			if b.ref == rj.ref {
-				rj.detail = b.text
-				details = slices.Delete(details, i, i+1)
-				break
+		rjs = append(rjs, rejection{ref: f[0], reason: f[3], line: line})
+	}
+	pair := func(match func(b block, ref string) bool) {
+		for k := range rjs {
+			if rjs[k].detail != nil {
+				continue
+			}
+			for i, b := range details {
+				if !used[i] && match(b, rjs[k].ref) {
+					rjs[k].detail, used[i] = b.text, true
+					break
+				}
 			}
 		}
-		out = append(out, rj)
 	}
-	return out
+	pair(func(b block, ref string) bool { return b.ref == ref })
+	pair(func(b block, ref string) bool { return b.ref == "" && bytes.Contains(b.text, []byte("'"+ref+"'")) })
+	for i, b := range details {
+		if !used[i] && b.ref == "" {
+			rest = append(rest, b.text...)
+		}
+	}
+	return rjs, rest
 }
 
 type block struct {
@@ -304,16 +319,4 @@ func errorBlocks(stderr []byte) []block {
 		blocks = append(blocks, block{text: slices.Clone(line)})
 	}
 	return blocks
-}
-
-// restOfStderr is stderr without the blocks of named refs: what git printed about
-// the batch as a whole.
-func restOfStderr(stderr []byte) []byte {
-	var rest []byte
-	for _, b := range errorBlocks(stderr) {
-		if b.ref == "" {
-			rest = append(rest, b.text...)
-		}
-	}
-	return rest
 }

@@ -32,6 +32,19 @@ func TestSplitUnits(t *testing.T) {
 
 // TestParseRejections pairs stdout's rejected lines with stderr's details by refname,
 // and tells a held lock on the ref's own lock file from everything else.
+// TestParseRejectionsQuoted: a detail that names its ref only in quotes (a symref's
+// old target) goes with that ref's rejection, not to the rest, so that it is printed
+// with it whichever attempt rejected it.
+func TestParseRejectionsQuoted(t *testing.T) {
+	stdout := "rejected refs/x/s (null) (null) reference already exists\n"
+	detail := "error: verifying symref target: 'refs/x/s': is at refs/heads/main but expected refs/heads/wrong\n"
+	other := "error: something about the batch\n"
+	rj, rest := parseRejections([]byte(stdout), []byte(detail+other))
+	if len(rj) != 1 || string(rj[0].detail) != detail || string(rest) != other {
+		t.Fatalf("%+v, rest %q", rj, rest)
+	}
+}
+
 func TestParseRejections(t *testing.T) {
 	stdout := "rejected refs/heads/x 8b (null) reference already exists\n" +
 		"rejected refs/heads/y0 8b 0000 reference already exists\n" +
@@ -41,8 +54,8 @@ func TestParseRejections(t *testing.T) {
 		"Another git process seems to be running in this repository, or the lock file may be stale\n" +
 		"error: cannot lock ref 'refs/heads/main': Unable to create '/r/.git/HEAD.lock': File exists.\n\n" +
 		"Another git process seems to be running in this repository, or the lock file may be stale\n"
-	rj := parseRejections([]byte(stdout), []byte(stderr))
-	if len(rj) != 3 {
+	rj, rest := parseRejections([]byte(stdout), []byte(stderr))
+	if len(rj) != 3 || rest != nil {
 		t.Fatalf("%d rejections", len(rj))
 	}
 	if !rj[0].lockedOwnRef("/r/.git/refs/heads/x.lock") || !strings.HasPrefix(string(rj[0].detail), "error: cannot lock ref 'refs/heads/x'") ||
