@@ -914,7 +914,14 @@ func TestLiveHolderOtherPIDNamespace(t *testing.T) {
 					record += `,"pid_namespace":"container"`
 				}
 				if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), record) {
-					t.Errorf("log file lacks %s:\n%s", record, b)
+					// pid_max is often 32768: under heavy process churn the holder's pid
+					// may be given to a process here meanwhile, which then looks like
+					// the holder. Only then may the record lack holder_unseen.
+					if where == "holder" && !platform.ProcessGone(pid) {
+						t.Logf("pid %d was reused here during the run; its record is not checked", pid)
+					} else {
+						t.Errorf("log file lacks %s:\n%s", record, b)
+					}
 				}
 			})
 		}
