@@ -783,8 +783,9 @@ func unshareCommand(t *testing.T) string {
 	return path
 }
 
-// freePID is a pid that no process in this pid namespace has, high enough that a
-// fresh namespace would not reach it by itself.
+// freePID is a pid that no process in this pid namespace has, above the few a fresh
+// namespace uses by itself, and as far as can be from being given to a new process
+// here during the test (pid_max is often only 32768).
 func freePID(t *testing.T) int {
 	t.Helper()
 	max := 32768
@@ -793,8 +794,17 @@ func freePID(t *testing.T) int {
 			max = n
 		}
 	}
-	for pid := max - 100; pid > max/2; pid-- {
-		if platform.ProcessGone(pid) {
+	// pids are handed out in increasing order from the last one given, wrapping at
+	// pid_max: a free pid just below the last one is the last to be given again.
+	last := max - 1
+	if b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 1 {
+			last = n
+		}
+	}
+	for k := 1; k < max/2; k++ {
+		pid := (last - k + max) % max
+		if pid > 300 && platform.ProcessGone(pid) {
 			return pid
 		}
 	}
