@@ -500,6 +500,13 @@ func TestHTTP(t *testing.T) {
 				if b := w.behind(); b != 0 {
 					t.Errorf("%d remote-tracking refs differ from the remote", b)
 				}
+				return
+			}
+			// A final failure: git's own bytes and exit code.
+			w.env = append(w.env, "GIT_TERMINAL_PROMPT=0")
+			want := w.plain(w.clone, url, "+refs/heads/*:refs/remotes/origin/*")
+			if r.code != want.code || r.stdout != want.stdout || r.stderr != want.stderr {
+				t.Errorf("refretry: exit %d\n%s\ngit: exit %d\n%s", r.code, r.stderr, want.code, want.stderr)
 			}
 		})
 	}
