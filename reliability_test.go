@@ -314,6 +314,17 @@ func killBatch(t *testing.T, bc backendCase, victim string, sig syscall.Signal, 
 		before := lockFiles(r.GitDir)
 		waiting = contains(before, heldLock) && (bc.backend == "reftable" || len(before) == n)
 		killed = syscall.Kill(target, sig) == nil
+		for tries := 0; !killed && victim == "git" && tries < 5; tries++ {
+			// That git ended between the look and the signal (its own lock wait ran
+			// out, and refretry reaped it): the next attempt's git is the target.
+			if gitPID = gitChild(cmd, exited); gitPID == 0 {
+				break
+			}
+			target = gitPID
+			before = lockFiles(r.GitDir)
+			waiting = contains(before, heldLock) && (bc.backend == "reftable" || len(before) == n)
+			killed = syscall.Kill(target, sig) == nil
+		}
 	}
 	<-exited
 	if gitPID != 0 {
