@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
-	"github.com/refretry/refretry/internal/lockfile"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/internal/stall"
 	"github.com/refretry/refretry/retry"
@@ -157,53 +154,25 @@ func (p *Runner) checkStale(e *Error, settings func() (transaction.Settings, err
 		return // reported by the retry loop
 	}
 	if l.Lock == "" {
-		l.Lock = p.reftableLock()
+		if d, ok := repo.Discover(p.Dirs, p.Env); ok && d.Reftable() {
+			l.Lock = d.ReftableLock()
+		}
 	}
-	if l.Lock == "" {
+	l.Inspect(s, time.Now())
+	if !l.Stale {
 		return
 	}
-	rule := lockfile.Rule{StaleAfter: s.StaleAfter, PIDGrace: s.PIDGrace}
-	f := lockfile.Inspect(l.Lock, rule, time.Now())
-	if !f.Present {
-		return // released meanwhile: contention, and over
-	}
-	l.Age, l.PID, l.HolderUnseen, l.Waiting = f.Age, f.PID, f.Unseen, f.Wait
-	if !f.Stale {
-		return
-	}
-	e.Class, l.Stale, l.StaleReason = ClassStaleLock, true, f.Reason
+	e.Class = ClassStaleLock
 	if !p.BreakStaleLocks && !s.BreakStaleLocks {
 		return
 	}
-	b, again, why := lockfile.TryBreak(l.Lock, rule, time.Now())
-	if !again {
-		l.StaleReason += " (" + why + ")"
-		return
+	removed := p.OnBreakLock
+	if removed == nil {
+		removed = func(b transaction.BrokenLock) { fmt.Fprintf(p.stderr(), "refretry: %s\n", b) }
 	}
-	switch {
-	case b == nil:
-	case p.OnBreakLock != nil:
-		p.OnBreakLock(*b)
-	default:
-		fmt.Fprintf(p.stderr(), "refretry: %s\n", b)
+	if l.BreakStale(s, removed) {
+		e.Class = ClassLockContention
 	}
-	e.Class, l.Stale, l.StaleReason = ClassLockContention, false, ""
-}
-
-// reftableLock is the path of tables.list.lock in the repository the fetch writes to,
-// when refretry can find it without starting a process and it uses reftable.
-func (p *Runner) reftableLock() string {
-	d, ok := repo.Discover(p.Dirs, p.Env)
-	if !ok || !d.Reftable() {
-		return ""
-	}
-	for _, dir := range []string{d.CommonDir, d.GitDir} {
-		lock := filepath.Join(dir, "reftable", "tables.list.lock")
-		if _, err := os.Lstat(lock); err == nil {
-			return lock
-		}
-	}
-	return filepath.Join(d.CommonDir, "reftable", "tables.list.lock")
 }
 
 // attempt runs git fetch once with its output captured.

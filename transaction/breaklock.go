@@ -17,22 +17,39 @@ type BrokenLock = lockfile.Broken
 // that the retry loop runs the update once more. When the lock cannot be removed the
 // failure stays a stale-lock one, and says why.
 func (r *run) breakStale(e *Error, l *LockedError, s Settings) {
-	if !r.BreakStaleLocks && !s.BreakStaleLocks || l.Lock == "" || !strings.HasSuffix(l.Lock, ".lock") {
+	if !r.BreakStaleLocks && !s.BreakStaleLocks {
 		return
+	}
+	removed := r.OnBreakLock
+	if removed == nil {
+		removed = func(b BrokenLock) {
+			if r.Stderr != nil {
+				fmt.Fprintf(r.Stderr, "refretry: %s\n", b)
+			}
+		}
+	}
+	if l.BreakStale(s, removed) {
+		e.Class = ClassLockContention
+	}
+}
+
+// BreakStale removes l's lock, judged stale, if it still is under s's rule and is
+// still the very file judged (lockfile.TryBreak), telling removed of a removal. It
+// reports whether l is contention again: the lock was removed, or is gone or taken
+// by a new holder meanwhile; l is then no longer stale. Otherwise l stays stale and
+// its StaleReason says why the lock stays.
+func (l *LockedError) BreakStale(s Settings, removed func(BrokenLock)) bool {
+	if l.Lock == "" || !strings.HasSuffix(l.Lock, ".lock") {
+		return false
 	}
 	b, again, why := lockfile.TryBreak(l.Lock, s.rule(), time.Now())
 	if !again {
 		l.StaleReason += " (" + why + ")"
-		return
+		return false
 	}
-	switch {
-	case b == nil:
-		// Someone else removed it, or a live writer holds it now: plain contention.
-	case r.OnBreakLock != nil:
-		r.OnBreakLock(*b)
-	case r.Stderr != nil:
-		fmt.Fprintf(r.Stderr, "refretry: %s\n", b)
+	if b != nil {
+		removed(*b)
 	}
-	e.Class = ClassLockContention
 	l.Stale, l.StaleReason = false, ""
+	return true
 }

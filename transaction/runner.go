@@ -257,7 +257,7 @@ func (r *run) heldLockStale() bool {
 		return false
 	}
 	l := &LockedError{Lock: lock}
-	inspectLock(l, s.rule(), time.Now())
+	l.Inspect(s, time.Now())
 	return l.Stale
 }
 
@@ -368,7 +368,7 @@ func (r *run) checkStale(ctx context.Context, e *Error) {
 	if l.Lock == "" {
 		l.Lock = r.reftableLock(ctx)
 	}
-	inspectLock(l, s.rule(), time.Now())
+	l.Inspect(s, time.Now())
 	if l.Stale {
 		e.Class = ClassStaleLock
 		r.breakStale(e, l, s) // breaklock.go: only when asked to

@@ -2,7 +2,6 @@ package transaction
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -11,15 +10,15 @@ import (
 	"github.com/refretry/refretry/internal/repo"
 )
 
-// inspectLock fills in what the file system says about a held lock (lockfile.Inspect):
-// its age, the holder pid from a ~pid.lock file and whether it runs here, and whether
-// the lock counts as stale under rule. A lock that has disappeared meanwhile is left as
-// it is: it was contention, and it is over.
-func inspectLock(l *LockedError, rule lockfile.Rule, now time.Time) {
+// Inspect fills in what the file system says now about l's lock under s's stale-lock
+// rule (lockfile.Inspect): its age, the holder pid from a ~pid.lock file and whether
+// that pid runs here, and whether the lock counts as stale. A lock that has
+// disappeared meanwhile is left as it is: it was contention, and it is over.
+func (l *LockedError) Inspect(s Settings, now time.Time) {
 	if l.Lock == "" {
 		return
 	}
-	f := lockfile.Inspect(l.Lock, rule, now)
+	f := lockfile.Inspect(l.Lock, s.rule(), now)
 	if !f.Present {
 		return
 	}
@@ -35,24 +34,13 @@ func inspectLock(l *LockedError, rule lockfile.Rule, now time.Time) {
 }
 
 // reftableLock finds tables.list.lock for the repository git would use: reftable's
-// message names no file. Per-worktree refs have their own stack in the worktree's git
-// directory, so a lock there is found too.
+// message names no file.
 func (r *run) reftableLock(ctx context.Context) string {
 	d, ok := r.repo(ctx)
 	if !ok {
 		return ""
 	}
-	path := ""
-	for _, dir := range []string{d.CommonDir, d.GitDir} {
-		p := filepath.Join(dir, "reftable", "tables.list.lock")
-		if path == "" {
-			path = p
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return path
+	return d.ReftableLock()
 }
 
 // repo returns the repository's directories: found in-process when that is certain,

@@ -19,6 +19,24 @@ func (d Dirs) Reftable() bool {
 	return err == nil
 }
 
+// ReftableLock is the path of the reftable stack's lock, tables.list.lock: the one
+// that is held, in the common directory or (per-worktree refs have their own stack)
+// in the git directory, else the common directory's. reftable's lock message names no
+// file, so this is where refretry looks.
+func (d Dirs) ReftableLock() string {
+	path := ""
+	for _, dir := range []string{d.CommonDir, d.GitDir} {
+		p := filepath.Join(dir, "reftable", "tables.list.lock")
+		if path == "" {
+			path = p
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return path
+}
+
 // Discover finds the repository the way git's discovery does in the common cases,
 // without starting a process: GIT_DIR and GIT_COMMON_DIR when set, else the nearest
 // directory at or above the working directory (after the -C directories) that has a
