@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/refretry/refretry/internal/testutil"
 )
 
 // reapedPID is the pid of a process that has exited and been reaped.
@@ -49,7 +51,7 @@ func TestCheckStaleUnseenHolder(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			lock, pidFile := lockWithPID(t, t.TempDir(), tc.age, pid)
+			lock, pidFile := testutil.AgedLock(t, t.TempDir(), tc.age, pid)
 			stderr := fmt.Sprintf("fatal: update_ref failed for ref 'refs/heads/x': cannot lock ref 'refs/heads/x': Unable to create '%s': File exists.\n\n"+
 				"Lock was held by process %d, which is no longer running; the lock file appears to be stale\n", lock, pid)
 			e := Classify(128, []byte(stderr))
@@ -62,8 +64,8 @@ func TestCheckStaleUnseenHolder(t *testing.T) {
 			r := &run{Runner: &Runner{BreakStaleLocks: tc.breakLock, OnBreakLock: func(b BrokenLock) { broken = append(broken, b) },
 				Settings: func() (Settings, error) { return s, nil }}}
 			r.checkStale(context.Background(), e)
-			if e.Class != tc.class || exists(lock) == tc.removed || exists(pidFile) == tc.removed || (len(broken) == 1) != tc.removed {
-				t.Fatalf("class %s, lock kept %v, pid file kept %v, removals %v; want %s, removed %v", e.Class, exists(lock), exists(pidFile), broken, tc.class, tc.removed)
+			if e.Class != tc.class || testutil.Exists(lock) == tc.removed || testutil.Exists(pidFile) == tc.removed || (len(broken) == 1) != tc.removed {
+				t.Fatalf("class %s, lock kept %v, pid file kept %v, removals %v; want %s, removed %v", e.Class, testutil.Exists(lock), testutil.Exists(pidFile), broken, tc.class, tc.removed)
 			}
 			if tc.removed {
 				if want := unseen + ", and the lock is older than the pid grace of 5m0s"; !strings.HasPrefix(broken[0].Reason, want) {

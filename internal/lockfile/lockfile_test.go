@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/refretry/refretry/internal/testutil"
 )
 
 // deadPID is the pid of a process that has exited and been reaped.
@@ -21,27 +23,6 @@ func deadPID(t *testing.T) int {
 	}
 	return cmd.Process.Pid
 }
-
-// lockWithPID makes dir/x.lock, aged by age, and, when pid > 0, dir/x~pid.lock naming pid.
-func lockWithPID(t *testing.T, dir string, age time.Duration, pid int) (lock, pidFile string) {
-	t.Helper()
-	lock, pidFile = filepath.Join(dir, "x.lock"), filepath.Join(dir, "x~pid.lock")
-	if err := os.WriteFile(lock, []byte("held"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if pid > 0 {
-		if err := os.WriteFile(pidFile, []byte(fmt.Sprintf("pid %d\n", pid)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	then := time.Now().Add(-age)
-	for _, p := range []string{lock, pidFile} {
-		os.Chtimes(p, then, then)
-	}
-	return lock, pidFile
-}
-
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 // onHost makes the reasons those of a refretry in the host's pid namespace, whatever
 // namespace the test runs in, so that they can be compared whole.
@@ -95,14 +76,14 @@ func TestBreakLock(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			lock, pidFile := lockWithPID(t, dir, tc.age, tc.pid)
+			lock, pidFile := testutil.AgedLock(t, dir, tc.age, tc.pid)
 			b, err := Break(lock, tc.rule, time.Now())
 			if tc.removed {
 				if err != nil {
 					t.Fatalf("Break: %v", err)
 				}
-				if exists(lock) || exists(pidFile) {
-					t.Errorf("lock or pid file left: %v %v", exists(lock), exists(pidFile))
+				if testutil.Exists(lock) || testutil.Exists(pidFile) {
+					t.Errorf("lock or pid file left: %v %v", testutil.Exists(lock), testutil.Exists(pidFile))
 				}
 				if b.Reason != tc.wantReason {
 					t.Errorf("reason %q\nwant %q", b.Reason, tc.wantReason)
@@ -120,7 +101,7 @@ func TestBreakLock(t *testing.T) {
 			if !errors.As(err, &ns) || !strings.Contains(ns.Reason, tc.wantReason) {
 				t.Fatalf("Break: %v, want a NotStaleError saying %q", err, tc.wantReason)
 			}
-			if !exists(lock) || tc.pid > 0 && !exists(pidFile) {
+			if !testutil.Exists(lock) || tc.pid > 0 && !testutil.Exists(pidFile) {
 				t.Errorf("a lock that is not provably stale was touched")
 			}
 		})
@@ -150,7 +131,7 @@ func TestInspect(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			lock, _ := lockWithPID(t, t.TempDir(), tc.age, tc.pid)
+			lock, _ := testutil.AgedLock(t, t.TempDir(), tc.age, tc.pid)
 			f := Inspect(lock, def, time.Now())
 			if !f.Present || f.PID != tc.pid || f.Stale != tc.stale || f.Unseen != tc.unseen ||
 				(f.Reason != "") != tc.stale || (f.Wait != "") != tc.why {
@@ -172,15 +153,15 @@ func TestContainerNote(t *testing.T) {
 	const note = "; refretry runs in a container's pid namespace, where a holder in another container or on the host cannot be seen"
 	dead := deadPID(t)
 	def := Rule{StaleAfter: 2 * time.Minute}
-	young, _ := lockWithPID(t, t.TempDir(), time.Second, dead)
+	young, _ := testutil.AgedLock(t, t.TempDir(), time.Second, dead)
 	if f := Inspect(young, def, time.Now()); f.Stale || !strings.HasSuffix(f.Wait, note) {
 		t.Errorf("young lock: %+v; want it waited for, with the note", f)
 	}
-	old, _ := lockWithPID(t, t.TempDir(), time.Hour, dead)
+	old, _ := testutil.AgedLock(t, t.TempDir(), time.Hour, dead)
 	if f := Inspect(old, def, time.Now()); !f.Stale || !strings.HasSuffix(f.Reason, note) {
 		t.Errorf("old lock: %+v; want it stale, with the note", f)
 	}
-	noPID, _ := lockWithPID(t, t.TempDir(), time.Hour, 0)
+	noPID, _ := testutil.AgedLock(t, t.TempDir(), time.Hour, 0)
 	if f := Inspect(noPID, def, time.Now()); !f.Stale || strings.Contains(f.Reason, note) {
 		t.Errorf("old lock without a pid: %+v; want it stale, without the note", f)
 	}
@@ -190,7 +171,7 @@ func TestContainerNote(t *testing.T) {
 // removal (a different inode under the same name) is left alone, as is its ~pid.lock.
 func TestBreakLockReplaced(t *testing.T) {
 	dir := t.TempDir()
-	lock, pidFile := lockWithPID(t, dir, time.Hour, deadPID(t))
+	lock, pidFile := testutil.AgedLock(t, dir, time.Hour, deadPID(t))
 	live := []byte(fmt.Sprintf("pid %d\n", os.Getpid()))
 	v, err := Judge(lock, Rule{StaleAfter: 2 * time.Minute}, time.Now())
 	if err != nil {

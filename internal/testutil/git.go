@@ -212,3 +212,26 @@ func WaitQueued(t testing.TB, name string, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// AgedLock makes dir/x.lock, last modified age ago, and, when pid > 0, dir/x~pid.lock
+// naming pid, as a writer that took the lock with core.lockfilePid leaves them.
+func AgedLock(t testing.TB, dir string, age time.Duration, pid int) (lock, pidFile string) {
+	t.Helper()
+	lock, pidFile = filepath.Join(dir, "x.lock"), filepath.Join(dir, "x~pid.lock")
+	if err := os.WriteFile(lock, []byte("held"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pid > 0 {
+		if err := os.WriteFile(pidFile, []byte(fmt.Sprintf("pid %d\n", pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	then := time.Now().Add(-age)
+	for _, p := range []string{lock, pidFile} {
+		os.Chtimes(p, then, then)
+	}
+	return lock, pidFile
+}
+
+// Exists reports whether a file (or a symbolic link) is at p.
+func Exists(p string) bool { _, err := os.Lstat(p); return err == nil }
