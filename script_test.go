@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
-	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/refretry/refretry/internal/capture"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/testutil"
 )
@@ -341,16 +341,11 @@ func cmdCmpFixture(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 || (args[0] != "stdout" && args[0] != "stderr") {
 		ts.Fatalf("usage: cmpfixture stdout|stderr")
 	}
-	ar, err := txtar.ParseFile(ts.Getenv("REFRETRY_FAKEGIT_FIXTURE"))
+	c, err := capture.Read(ts.Getenv("REFRETRY_FAKEGIT_FIXTURE"))
 	ts.Check(err)
-	var want string
-	for _, f := range ar.Files {
-		if f.Name == args[0] {
-			want = string(f.Data)
-		}
-	}
-	if strings.Contains(string(ar.Comment), args[0]+"-no-final-newline: true") {
-		want = strings.TrimSuffix(want, "\n")
+	want := string(c.Stdout)
+	if args[0] == "stderr" {
+		want = string(c.Stderr)
 	}
 	if repo := ts.Getenv("REFRETRY_FAKEGIT_REPO"); repo != "" {
 		want = strings.ReplaceAll(want, "/tmp/refretry-fixtures/r/", repo+"/")

@@ -3,10 +3,9 @@ package fetch
 import (
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/refretry/refretry/internal/capture"
 )
 
 // TestClassifyFixtures checks Classify against `git fetch` failures captured from real
@@ -21,31 +20,16 @@ func TestClassifyFixtures(t *testing.T) {
 	}
 	combos, classes := map[string]bool{}, map[Class]bool{}
 	for _, file := range files {
-		ar, err := txtar.ParseFile(file)
+		c, err := capture.Read(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		meta := map[string]string{}
-		for _, line := range strings.Split(string(ar.Comment), "\n") {
-			if k, v, ok := strings.Cut(line, ": "); ok {
-				meta[k] = v
-			}
-		}
+		meta, stderr := c.Meta, c.Stderr
 		combos[meta["git"]+"/"+meta["backend"]] = true
 		classes[Class(meta["class"])] = true
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			var stderr []byte
-			found := false
-			for _, f := range ar.Files {
-				if f.Name == "stderr" {
-					stderr, found = f.Data, true
-				}
-			}
-			if !found {
+			if !c.HasStderr {
 				t.Fatal("fixture has no stderr section")
-			}
-			if meta["stderr-no-final-newline"] == "true" {
-				stderr = []byte(strings.TrimSuffix(string(stderr), "\n"))
 			}
 			code, err := strconv.Atoi(meta["exit"])
 			if err != nil || code == 0 || meta["git"] == "" || meta["backend"] == "" || meta["class"] == "" {

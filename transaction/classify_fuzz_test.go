@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/refretry/refretry/internal/capture"
 )
 
 // FuzzClassify checks Classify on any exit code and stderr: the exit code is kept; the
@@ -17,16 +17,12 @@ import (
 func FuzzClassify(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "stderr", "*.txtar"))
 	for _, file := range files {
-		ar, err := txtar.ParseFile(file)
-		if err != nil {
+		c, err := capture.Read(file)
+		if err != nil || !c.HasStderr {
 			continue
 		}
-		for _, af := range ar.Files {
-			if af.Name == "stderr" {
-				f.Add(128, af.Data)
-				f.Add(1, af.Data)
-			}
-		}
+		f.Add(128, c.Stderr)
+		f.Add(1, c.Stderr)
 	}
 	f.Add(128, []byte("fatal: cannot lock references\n"))
 	f.Add(129, []byte("usage: git update-ref\n"))

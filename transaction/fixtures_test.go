@@ -3,10 +3,9 @@ package transaction
 import (
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/refretry/refretry/internal/capture"
 )
 
 // TestClassifyFixtures checks the classifier against stderr captured from real git
@@ -21,25 +20,11 @@ func TestClassifyFixtures(t *testing.T) {
 	retried, versions := 0, map[string]bool{}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			ar, err := txtar.ParseFile(file)
+			c, err := capture.Read(file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			meta := map[string]string{}
-			for _, line := range strings.Split(string(ar.Comment), "\n") {
-				if k, v, ok := strings.Cut(line, ": "); ok {
-					meta[k] = v
-				}
-			}
-			var stderr []byte
-			for _, f := range ar.Files {
-				if f.Name == "stderr" {
-					stderr = f.Data
-				}
-			}
-			if meta["stderr-no-final-newline"] == "true" {
-				stderr = []byte(strings.TrimSuffix(string(stderr), "\n"))
-			}
+			meta, stderr := c.Meta, c.Stderr
 			code, err := strconv.Atoi(meta["exit"])
 			if err != nil || meta["git"] == "" || meta["class"] == "" {
 				t.Fatalf("fixture header incomplete: %v", meta)

@@ -43,7 +43,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/refretry/refretry/internal/capture"
 )
 
 // captureRepo is where scripts/capture-fixtures.sh made every capture.
@@ -138,42 +138,21 @@ func appendTo(path string, b []byte) error {
 	return err
 }
 
-// capture is one fixture: git's output and exit code, and how it was invoked.
-type capture struct {
+// recorded is one fixture: git's output and exit code, and how it was invoked.
+type recorded struct {
 	form           string // single, delete, stdin, prepare, commit, batch, usage
 	exit           int
 	stdout, stderr []byte
 }
 
-func load(path string) (*capture, error) {
-	ar, err := txtar.ParseFile(path)
+func load(path string) (*recorded, error) {
+	cp, err := capture.Read(path)
 	if err != nil {
 		return nil, err
 	}
-	meta := map[string]string{}
-	for _, line := range strings.Split(string(ar.Comment), "\n") {
-		if k, v, ok := strings.Cut(line, ": "); ok {
-			meta[k] = v
-		}
-	}
-	c := &capture{form: meta["form"]}
-	if c.exit, err = strconv.Atoi(meta["exit"]); err != nil || c.form == "" {
+	c := &recorded{form: cp.Meta["form"], stdout: cp.Stdout, stderr: cp.Stderr}
+	if c.exit, err = strconv.Atoi(cp.Meta["exit"]); err != nil || c.form == "" {
 		return nil, fmt.Errorf("%s: header lacks form or exit", path)
-	}
-	for _, f := range ar.Files {
-		switch f.Name {
-		case "stdout":
-			c.stdout = f.Data
-		case "stderr":
-			c.stderr = f.Data
-		}
-	}
-	// txtar ends every section with a newline; the capture says when git did not.
-	if meta["stdout-no-final-newline"] == "true" {
-		c.stdout = bytes.TrimSuffix(c.stdout, []byte("\n"))
-	}
-	if meta["stderr-no-final-newline"] == "true" {
-		c.stderr = bytes.TrimSuffix(c.stderr, []byte("\n"))
 	}
 	if repo := os.Getenv("REFRETRY_FAKEGIT_REPO"); repo != "" {
 		from, to := []byte(captureRepo+"/"), []byte(repo+"/")
