@@ -56,12 +56,6 @@ type Runner struct {
 	Rand  func() float64
 }
 
-// attempt is one finished git fetch.
-type attempt struct {
-	code           int
-	stdout, stderr []byte
-}
-
 // Run fetches with the caller's arguments (verbatim) until the fetch succeeds, fails
 // for a reason that another attempt cannot fix, or the budget is spent. The final
 // attempt's output reaches the Runner's writers as git wrote it. It returns the exit
@@ -81,7 +75,7 @@ func (p *Runner) Run(ctx context.Context, args []string) (int, error) {
 		}
 		return p.Settings()
 	})
-	var last attempt
+	var last gitexec.Captured
 	retrier := &retry.Retrier{
 		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
 			var e *Error
@@ -102,7 +96,7 @@ func (p *Runner) Run(ctx context.Context, args []string) (int, error) {
 		if runErr != nil {
 			return runErr
 		}
-		e := Classify(last.code, last.stderr)
+		e := Classify(last.Code, last.Stderr)
 		if e == nil {
 			return nil
 		}
@@ -112,10 +106,10 @@ func (p *Runner) Run(ctx context.Context, args []string) (int, error) {
 	if errors.Is(err, ErrGitNotFound) {
 		return 128, err
 	}
-	if _, werr := p.stdout().Write(last.stdout); werr != nil && err == nil {
+	if _, werr := p.stdout().Write(last.Stdout); werr != nil && err == nil {
 		err = werr
 	}
-	if _, werr := p.stderr().Write(last.stderr); werr != nil && err == nil {
+	if _, werr := p.stderr().Write(last.Stderr); werr != nil && err == nil {
 		err = werr
 	}
 	if err == nil {
@@ -176,17 +170,11 @@ func (p *Runner) checkStale(e *Error, settings func() (transaction.Settings, err
 }
 
 // attempt runs git fetch once with its output captured.
-func (p *Runner) attempt(ctx context.Context, env, args []string, stdin func() io.Reader) (attempt, error) {
+func (p *Runner) attempt(ctx context.Context, env, args []string, stdin func() io.Reader) (gitexec.Captured, error) {
 	full := append(append(append(make([]string, 0, len(p.GlobalArgs)+1+len(args)), p.GlobalArgs...), "fetch"), args...)
 	cmd := gitexec.Command(ctx, p.git(), p.Dirs, env, full...)
-	var out, errOut gitexec.Capped
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin(), &out, &errOut
-	runErr := cmd.Run()
-	code, ran := gitexec.ExitCode(cmd.ProcessState)
-	if !ran {
-		return attempt{code: 128}, &StartError{Err: runErr}
-	}
-	return attempt{code: code, stdout: out.Bytes(), stderr: errOut.Bytes()}, nil
+	cmd.Stdin = stdin()
+	return gitexec.Capture(cmd)
 }
 
 func (p *Runner) git() string {

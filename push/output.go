@@ -4,22 +4,24 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/refretry/refretry/internal/gitexec"
 )
 
 // writeOutput hands the final attempt's output to the caller. With --porcelain it is
 // git's, byte for byte. Without it, git's stderr is passed on and the porcelain is
 // rendered as git's human table, which git would have printed to stderr.
-func (p *Runner) writeOutput(args Args, last attempt) error {
+func (p *Runner) writeOutput(args Args, last gitexec.Captured) error {
 	if args.Porcelain {
-		if err := write(p.Stdout, last.stdout); err != nil {
+		if err := write(p.Stdout, last.Stdout); err != nil {
 			return err
 		}
-		return write(p.Stderr, last.stderr)
+		return write(p.Stderr, last.Stderr)
 	}
 	// git prints the server's lines while pushing, the table after, then its errors
 	// and hints; with --porcelain they all went to stderr, so sort them back.
 	var remote, rest []string
-	for _, line := range splitLines(last.stderr) {
+	for _, line := range splitLines(last.Stderr) {
 		if strings.HasPrefix(line, "remote:") {
 			remote = append(remote, line)
 		} else {
@@ -30,8 +32,8 @@ func (p *Runner) writeOutput(args Args, last attempt) error {
 	for _, l := range remote {
 		b.WriteString(l + "\n")
 	}
-	rep := ParsePorcelain(last.stdout)
-	if !args.Quiet || last.code != 0 {
+	rep := ParsePorcelain(last.Stdout)
+	if !args.Quiet || last.Code != 0 {
 		b.WriteString(humanTable(rep, args.Verbose))
 	}
 	for _, l := range rest {

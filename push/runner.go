@@ -48,12 +48,6 @@ type Runner struct {
 	Report Report
 }
 
-// attempt is one finished git push.
-type attempt struct {
-	code           int
-	stdout, stderr []byte
-}
-
 // Run pushes with the caller's arguments (verbatim) until the push succeeds, fails
 // for a reason that another attempt cannot fix, or the budget is spent. git's output
 // from the final attempt reaches the Runner's writers: the porcelain on Stdout when the
@@ -65,7 +59,7 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 	args := ParseArgs(rawArgs)
 	env := stall.Env(ctx, p.git(), p.Dirs, p.Env, args.Remote, p.StallFloor)
 	var (
-		last       attempt
+		last       gitexec.Captured
 		unknown    bool        // an attempt failed in transport: it may have been applied
 		named      []RefStatus // the refs the latest attempt named, for verification
 		url        string      // the remote's URL, from the porcelain
@@ -104,7 +98,7 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 		if runErr != nil {
 			return runErr
 		}
-		e := Classify(last.code, last.stdout, last.stderr)
+		e := Classify(last.Code, last.Stdout, last.Stderr)
 		if e == nil {
 			return nil
 		}
@@ -137,7 +131,7 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 	if errors.Is(err, ErrGitNotFound) {
 		return 128, err
 	}
-	p.Report = ParsePorcelain(last.stdout)
+	p.Report = ParsePorcelain(last.Stdout)
 	if verified {
 		p.notify("the remote already holds every pushed value (an earlier attempt was applied, its answer lost)")
 		p.Report = p.writeVerified(args, url, named)
@@ -168,20 +162,12 @@ func (p *Runner) command(ctx context.Context, env []string, args ...string) *exe
 }
 
 // attempt runs git push once with its output captured.
-func (p *Runner) attempt(ctx context.Context, env []string, args Args) (attempt, error) {
+func (p *Runner) attempt(ctx context.Context, env []string, args Args) (gitexec.Captured, error) {
 	full := []string{"push", "--porcelain"}
 	if args.Atomic == nil && !p.NoAtomic {
 		full = append(full, "--atomic")
 	}
-	cmd := p.command(ctx, env, append(full, args.Raw...)...)
-	var out, errOut gitexec.Capped
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	runErr := cmd.Run()
-	code, ran := gitexec.ExitCode(cmd.ProcessState)
-	if !ran {
-		return attempt{code: 128}, &StartError{Err: runErr}
-	}
-	return attempt{code: code, stdout: out.Bytes(), stderr: errOut.Bytes()}, nil
+	return gitexec.Capture(p.command(ctx, env, append(full, args.Raw...)...))
 }
 
 func (p *Runner) notify(msg string) {

@@ -126,3 +126,23 @@ func (c *Capped) Write(b []byte) (int, error) {
 	}
 	return len(b), nil
 }
+
+// Captured is a finished git: its exit code and what it printed, each stream kept up
+// to CaptureLimit.
+type Captured struct {
+	Code           int
+	Stdout, Stderr []byte
+}
+
+// Capture runs cmd with its stdout and stderr captured. A git that could not be started
+// gives exit code 128 and a *StartError.
+func Capture(cmd *exec.Cmd) (Captured, error) {
+	var out, errOut Capped
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	runErr := cmd.Run()
+	code, ran := ExitCode(cmd.ProcessState)
+	if !ran {
+		return Captured{Code: 128}, &StartError{Err: runErr}
+	}
+	return Captured{Code: code, Stdout: out.Bytes(), Stderr: errOut.Bytes()}, nil
+}
