@@ -14,12 +14,19 @@ version=2.55.0
 debver="1:${version}-1"
 prefix="${REFRETRY_GIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/refretry/git-${version}}"
 git="$prefix/bin/git"
+# The build's flags. NO_RUST: git 2.55 compiles its optional Rust parts unless told not to,
+# and then needs a working cargo, which a plain machine (or a fresh HOME under rustup) lacks.
+# The flags are recorded beside the build, so a cached build made with other flags is
+# rebuilt rather than mistaken for this one.
+flags="NO_GETTEXT=1 NO_TCLTK=1 NO_PERL=1 NO_PYTHON=1 NO_RUST=1"
+stamp="$prefix/.refretry-build-flags"
 
 log() { printf 'get-git: %s\n' "$*" >&2; }
 die() { printf 'get-git: FAILED: %s\n' "$*" >&2; exit 1; }
 
 works() {
 	[ -x "$git" ] || return 1
+	[ "$(cat "$stamp" 2>/dev/null)" = "$flags" ] || return 1
 	"$git" version 2>/dev/null | grep -qx "git version $version" || return 1
 	local tmp
 	tmp=$(mktemp -d)
@@ -64,9 +71,12 @@ srcdir=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'git-*' | head -n1)
 [ -n "$srcdir" ] || die "no source directory in $tarball"
 
 # 4. Build and install into the cache prefix.
+rm -f "$stamp" # an interrupted build must not look finished
 mkdir -p "$prefix"
-make -C "$srcdir" -j"$(nproc)" prefix="$prefix" NO_GETTEXT=1 NO_TCLTK=1 NO_PERL=1 NO_PYTHON=1 \
+# shellcheck disable=SC2086 # $flags is a list of make variables
+make -C "$srcdir" -j"$(nproc)" prefix="$prefix" $flags \
 	install >"$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; die "building git failed"; }
+printf '%s\n' "$flags" >"$stamp"
 
 # 5. Check.
 works || die "the built git at $git does not create reftable repositories"

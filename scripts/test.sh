@@ -12,8 +12,16 @@ if ! command -v git >/dev/null; then
 	apt-get update -qq && apt-get install -y -qq git >/dev/null
 fi
 
+# Nothing here may need Rust: a plain machine has no cargo, and under rustup a fresh
+# HOME has no toolchain. Run everything with no cargo on PATH, and check that the git
+# built for the tests was built without its optional Rust parts.
+PATH=$(printf '%s\n' "$PATH" | tr ':' '\n' | while IFS= read -r d; do [ -e "$d/cargo" ] || printf '%s:' "$d"; done)
+PATH=${PATH%:}
+export PATH
 REFRETRY_TEST_GIT=$(scripts/get-git.sh)
 export REFRETRY_TEST_GIT
+"$REFRETRY_TEST_GIT" version --build-options | grep -qx 'rust: disabled' ||
+	{ echo "test.sh: $REFRETRY_TEST_GIT was built with Rust; scripts/get-git.sh must build it with NO_RUST"; exit 1; }
 export CGO_ENABLED=1 # the race detector needs cgo
 
 echo "== gofmt, go vet, go mod tidy"
