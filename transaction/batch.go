@@ -6,12 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/gitmsg"
+	"github.com/refretry/refretry/internal/lockfile"
 )
 
 // batchUpdates runs `update-ref --stdin --batch-updates` (git 2.50+). Its transaction
@@ -26,8 +26,9 @@ import (
 // rejection is contention only when git's detail for that very ref is lockfile.c's
 // "Unable to create '<that ref's lock>': File exists."; anything else (a real
 // "reference already exists", a wrong old value, HEAD.lock: trap 2) is final at once.
-// The caller sees one report: the rejections that remained, as git printed them, in
-// input order, and git's exit code. Failures of the whole batch (exit 128: reftable's
+// The caller sees one report: git's own when nothing was resubmitted; else the
+// rejections that remained, as git printed them, each in the place git gave its first
+// rejection, and git's exit code. Failures of the whole batch (exit 128: reftable's
 // "cannot lock references", packed-refs.lock) are retried as for any --stdin batch.
 //
 // Input with transaction verbs (start, prepare, commit, abort) goes through the
@@ -50,11 +51,16 @@ func (r *run) batchUpdates(ctx context.Context, args Args) (int, error) {
 	var final []rejection     // rejections that stay, from every attempt
 	var contended []rejection // the last attempt's rejections for a held lock
 	var last attemptOutput    // the last attempt's output
+	attempts := 0             // attempts whose git ran
+	slots := map[string]int{} // ref → its rejection's place in git's first report
 	pending := units          // what the next attempt submits
 	_, err := r.retrier(ctx).Do(ctx, func(ctx context.Context, n int) error {
 		var err error
 		if last, err = r.batchAttempt(ctx, args, n, pending, len(pending) == len(units), input); err != nil {
 			return err
+		}
+		if last.started {
+			attempts++
 		}
 		contended = nil
 		if last.code != 0 {
@@ -66,8 +72,16 @@ func (r *run) batchUpdates(ctx context.Context, args Args) (int, error) {
 		var rjs []rejection
 		rjs, last.rest = parseRejections(last.stdout, last.stderr)
 		for _, rj := range rjs {
+			// git reports rejections in an order of its own (a symbolic ref's after
+			// the others, reftable's name conflicts last): a resubmitted update's
+			// outcome takes the place its first rejection had.
+			if o, ok := slots[rj.ref]; ok {
+				rj.order = o
+			} else {
+				rj.order = len(slots)
+				slots[rj.ref] = rj.order
+			}
 			u := findUnit(pending, rj.ref)
-			rj = rj.withOrder(u)
 			if u == nil || !rj.lockedOwnRef(r.lockPath(ctx, rj.ref)) {
 				final = append(final, rj)
 				continue
@@ -86,30 +100,49 @@ func (r *run) batchUpdates(ctx context.Context, args Args) (int, error) {
 		}
 		return e
 	})
+	if attempts <= 1 {
+		// Nothing was resubmitted: git's report, as git printed it.
+		if werr := writeBoth(r.Stdout, r.Stderr, last.stdout, last.stderr); werr != nil && err == nil {
+			err = werr
+		}
+		return last.code, err
+	}
 	// Contention that outlasted the budget, or a stale lock: git's verdict on those
 	// refs stands (rejected, exit 0), after refretry's line about why it stopped.
 	final = append(final, contended...)
 	slices.SortStableFunc(final, func(a, b rejection) int { return cmp.Compare(a.order, b.order) })
 	var stdout, stderr bytes.Buffer
-	for _, rj := range final {
-		stdout.Write(rj.line)
-		stderr.Write(rj.detail)
-	}
 	if last.code != 0 {
-		// A failed batch: git's output of that attempt, after what earlier attempts
-		// settled.
+		// A failed batch: what earlier attempts settled, then git's output of that
+		// attempt.
+		for _, rj := range final {
+			stdout.Write(rj.line)
+			stderr.Write(rj.detail)
+		}
 		stdout.Write(last.stdout)
 		stderr.Write(last.stderr)
 	} else {
+		// What the last attempt printed about the batch as a whole (hook output,
+		// warnings) comes first, as it would in one run; then each rejection.
 		stderr.Write(last.rest)
+		for _, rj := range final {
+			stdout.Write(rj.line)
+			stderr.Write(rj.detail)
+		}
 	}
-	if _, werr := stdout.WriteTo(r.Stdout); werr != nil && err == nil {
-		err = werr
-	}
-	if _, werr := stderr.WriteTo(r.Stderr); werr != nil && err == nil {
+	if werr := writeBoth(r.Stdout, r.Stderr, stdout.Bytes(), stderr.Bytes()); werr != nil && err == nil {
 		err = werr
 	}
 	return last.code, err
+}
+
+// writeBoth writes stdout and then stderr, returning the first write error.
+func writeBoth(outW, errW io.Writer, stdout, stderr []byte) error {
+	_, err := outW.Write(stdout)
+	if _, werr := errW.Write(stderr); werr != nil && err == nil {
+		err = werr
+	}
+	return err
 }
 
 // attemptOutput is what one attempt of a batch printed.
@@ -157,7 +190,6 @@ func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
 type unit struct {
 	ref        string
 	start, end int64
-	order      int // its place in the input
 }
 
 // splitUnits frames the input as git does and cuts it into units. interactive is true
@@ -182,13 +214,13 @@ func splitUnits(input io.Reader, nul bool) (units []unit, interactive bool) {
 				} else {
 					ref, _, _ = strings.Cut(strings.TrimRight(ref, "\n"), " ")
 				}
-				units = append(units, unit{ref: ref, start: start, end: off, order: len(units)})
+				units = append(units, unit{ref: ref, start: start, end: off})
 				start = off
 			}
 		}
 		if err != nil {
 			if start < off { // trailing option lines: git reports them
-				units = append(units, unit{start: start, end: off, order: len(units)})
+				units = append(units, unit{start: start, end: off})
 			}
 			return units, interactive
 		}
@@ -211,15 +243,7 @@ type rejection struct {
 	reason string
 	line   []byte // "rejected <ref> <new> <old> <reason>\n"
 	detail []byte // "error: cannot lock ref '<ref>': …" and the lines that go with it
-	order  int
-}
-
-func (rj rejection) withOrder(u *unit) rejection {
-	rj.order = math.MaxInt // after the input's: git named a ref the input did not
-	if u != nil {
-		rj.order = u.order
-	}
-	return rj
+	order  int    // its place in the report refretry prints
 }
 
 // lockedOwnRef reports whether the rejection is provably lock contention on the
@@ -236,7 +260,7 @@ func (rj rejection) lockedOwnRef(lock string) bool {
 	}
 	inner, ref := gitmsg.StripCannotLockRef(msg)
 	m := gitmsg.Exists().FindStringSubmatch(inner)
-	return ref == rj.ref && m != nil && m[1] == lock
+	return ref == rj.ref && m != nil && lockfile.SamePath(m[1], lock)
 }
 
 // lockPath is the path of ref's lock file on the files backend, "" when the
@@ -254,14 +278,14 @@ func (r *run) lockPath(ctx context.Context, ref string) string {
 	return dir + "/" + ref + ".lock"
 }
 
-// parseRejections pairs git's "rejected" lines with their "error:" details: the
-// block that names the ref as the ref git was locking ("cannot lock ref '<ref>'"),
-// else the first other block that quotes it ("verifying symref target: '<ref>': …").
-// rest is the blocks left over that name no ref: what git printed about the batch as
-// a whole.
+// parseRejections pairs git's "rejected" lines with their "error:" details. git 2.54+
+// prints each rejection's detail on stderr as it prints the rejection on stdout, so the
+// two come in the same order: each rejection takes the next error block that quotes
+// its ref ("cannot lock ref '<ref>': …", "'<ref>' exists; cannot create …", and a
+// symbolic ref's "cannot lock ref '<symref>': unable to resolve reference '<ref>'",
+// whose rejection names the target). Earlier gits print no details. rest is the
+// blocks left over, in order: what git printed about the batch as a whole.
 func parseRejections(stdout, stderr []byte) (rjs []rejection, rest []byte) {
-	details := errorBlocks(stderr)
-	used := make([]bool, len(details))
 	for line := range bytes.Lines(stdout) {
 		after, ok := bytes.CutPrefix(line, []byte("rejected "))
 		if !ok {
@@ -273,23 +297,20 @@ func parseRejections(stdout, stderr []byte) (rjs []rejection, rest []byte) {
 		}
 		rjs = append(rjs, rejection{ref: f[0], reason: f[3], line: line})
 	}
-	pair := func(match func(b block, ref string) bool) {
-		for k := range rjs {
-			if rjs[k].detail != nil {
-				continue
-			}
-			for i, b := range details {
-				if !used[i] && match(b, rjs[k].ref) {
-					rjs[k].detail, used[i] = b.text, true
-					break
-				}
+	details := errorBlocks(stderr)
+	used := make([]bool, len(details))
+	next := 0
+	for k := range rjs {
+		quoted := []byte("'" + rjs[k].ref + "'")
+		for i := next; i < len(details); i++ {
+			if bytes.HasPrefix(details[i].text, []byte("error: ")) && bytes.Contains(details[i].text, quoted) {
+				rjs[k].detail, used[i], next = details[i].text, true, i+1
+				break
 			}
 		}
 	}
-	pair(func(b block, ref string) bool { return b.ref == ref })
-	pair(func(b block, ref string) bool { return b.ref == "" && bytes.Contains(b.text, []byte("'"+ref+"'")) })
 	for i, b := range details {
-		if !used[i] && b.ref == "" {
+		if !used[i] {
 			rest = append(rest, b.text...)
 		}
 	}
@@ -297,19 +318,18 @@ func parseRejections(stdout, stderr []byte) (rjs []rejection, rest []byte) {
 }
 
 type block struct {
-	ref  string
 	text []byte
 }
 
-// errorBlocks cuts stderr into "error: cannot lock ref '<ref>': …" blocks, each with
-// the lines that follow it up to the next "error:" or "fatal:" line.
+// errorBlocks cuts stderr into "error: …" blocks, each with the lines that follow it
+// up to the next "error:", "fatal:", "warning:" or "hint:" line, and other lines
+// each a block of its own.
 func errorBlocks(stderr []byte) []block {
 	var blocks []block
 	for line := range bytes.Lines(stderr) {
 		s := string(line)
-		if msg, ok := strings.CutPrefix(s, "error: "); ok {
-			_, ref := gitmsg.StripCannotLockRef(strings.TrimRight(msg, "\n"))
-			blocks = append(blocks, block{ref: ref, text: slices.Clone(line)})
+		if strings.HasPrefix(s, "error: ") {
+			blocks = append(blocks, block{text: slices.Clone(line)})
 			continue
 		}
 		if n := len(blocks); n > 0 && !strings.HasPrefix(s, "fatal: ") && !strings.HasPrefix(s, "warning: ") && !strings.HasPrefix(s, "hint: ") {

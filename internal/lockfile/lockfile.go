@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -299,4 +300,34 @@ func TryBreak(lock string, rule Rule, now time.Time) (removed *Broken, again boo
 		return nil, false, ns.Error()
 	}
 	return nil, false, "could not remove it: " + err.Error()
+}
+
+// SamePath reports whether a and b name the same lock file: equal once cleaned (git
+// writes "<gitdir>/./refs/heads/x.lock" in a bare repository entered by -C or cd, and
+// "<worktree gitdir>/../../refs/…" in a linked worktree), or the same base name in the
+// same directory reached by other names (symbolic links). The file itself need not
+// exist: a lock is often gone by the time its message is read.
+func SamePath(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	if filepath.Base(a) != filepath.Base(b) {
+		return false
+	}
+	// The directories as given, not cleaned: the system resolves their ".." after
+	// the links before them, as git did.
+	da, errA := os.Stat(rawDir(a))
+	db, errB := os.Stat(rawDir(b))
+	return errA == nil && errB == nil && os.SameFile(da, db)
+}
+
+// rawDir is path's directory, not cleaned: "a/../b/x.lock" gives "a/../b".
+func rawDir(path string) string {
+	if i := strings.LastIndexAny(path, `/`+string(filepath.Separator)); i > 0 {
+		return path[:i]
+	}
+	return "."
 }
