@@ -97,6 +97,12 @@ func Classify(exitCode int, stderr []byte) *Error {
 			}
 			continue
 		}
+		if r, ok := cutFetchingRefRace(inner); ok { // git 2.51–2.53
+			if race == nil {
+				race, moved = &finding{ClassLostRace, line}, &MovedError{Ref: r}
+			}
+			continue
+		}
 		if m := gitmsg.CAS().FindStringSubmatch(inner); m != nil && ref != "" {
 			if race == nil {
 				race, moved = &finding{ClassLostRace, line}, &MovedError{Ref: ref, Actual: m[1], Expected: m[2]}
@@ -143,6 +149,26 @@ func cutDeleteRef(msg string) (ref, rest string, ok bool) {
 	}
 	ref, rest, ok = strings.Cut(after, ": ")
 	return ref, rest, ok
+}
+
+// cutFetchingRefRace reads git 2.51–2.53's report of a ref that a concurrent writer
+// changed between this fetch's read and its update: "fetching ref <ref> failed:
+// incorrect old value provided" (moved), or "…: reference already exists" (created
+// meanwhile, or its lock held: those releases cannot tell the two apart). Their
+// batched ref updates (builtin/fetch.c, ref_transaction_rejection_handler) print
+// only the reason's name, where 2.54 and later print the detail ("cannot lock ref
+// …").
+func cutFetchingRefRace(msg string) (ref string, ok bool) {
+	after, ok := strings.CutPrefix(msg, "fetching ref ")
+	if !ok {
+		return "", false
+	}
+	for _, reason := range []string{"incorrect old value provided", "reference already exists"} {
+		if r, ok := strings.CutSuffix(after, " failed: "+reason); ok && r != "" && !strings.Contains(r, " ") {
+			return r, true
+		}
+	}
+	return "", false
 }
 
 // errorClass is the cause an error line names, other than a lock or a lost race; nil

@@ -55,11 +55,14 @@ type LockedError = transaction.LockedError
 // MovedError is a local ref that another process moved while this fetch ran.
 type MovedError struct {
 	Ref      string
-	Actual   string // the value the ref had when this fetch went to update it
-	Expected string // the value this fetch read at its start
+	Actual   string // the value the ref had when this fetch went to update it ("" when git did not say)
+	Expected string // the value this fetch read at its start ("" when git did not say)
 }
 
 func (e *MovedError) Error() string {
+	if e.Actual == "" && e.Expected == "" { // git 2.51–2.53 name no values
+		return e.Ref + " was changed by another process during the fetch"
+	}
 	return fmt.Sprintf("%s moved during the fetch: is at %s but expected %s", e.Ref, e.Actual, e.Expected)
 }
 

@@ -35,7 +35,8 @@
 # The lost-race fixtures are the exception: they are picked from 16 concurrent fetches
 # (see race_case), and which refs lost the race can differ from run to run.
 #
-# The output directory is emptied of *.txtar files first, then refilled.
+# The output directory is emptied of its captured *.txtar files first, then refilled
+# (the transcribed 2.53-* files stay: testdata/fetch/README.md).
 set -euo pipefail
 
 usage() {
@@ -109,7 +110,7 @@ URL="http://127.0.0.1:$PORT"
 # (it has no reftable) but is given the same command line.
 FAST=(-c core.filesRefLockTimeout=0 -c reftable.lockTimeout=0 -c core.packedRefsTimeout=0)
 
-rm -f "$OUT"/*.txtar
+find "$OUT" -name "*.txtar" ! -name "2.53-*" -delete # 2.53-*: transcribed, not captured (README.md)
 COUNT=0
 
 # ---------------------------------------------------------------------------------------
