@@ -24,14 +24,16 @@ var root = func() string {
 }()
 
 // goEnv is the environment for a go command that must use this machine's caches and
-// never the network: a test's copy of the module, or the install script's build.
+// never the network: a test's copy of the module, or the install script's build. It
+// is Go's defaults otherwise: the user's go env file (GOENV) is not read, so that a
+// GOFLAGS=-buildvcs=false or GOTOOLCHAIN set there changes no test's outcome.
 func goEnv(t *testing.T) []string {
 	t.Helper()
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
-		case k == "GOFLAGS", k == "GOPROXY", k == "GONOSUMDB", k == "GOSUMDB", k == "GOPRIVATE", k == "GONOPROXY",
+		case k == "GOFLAGS", k == "GOENV", k == "GOPROXY", k == "GONOSUMDB", k == "GOSUMDB", k == "GOPRIVATE", k == "GONOPROXY",
 			k == "GOBIN", k == "CGO_ENABLED", k == "CI",
 			strings.HasPrefix(k, "GITHUB_"), strings.HasPrefix(k, "GITLAB_"), strings.HasPrefix(k, "REFRETRY_"):
 			continue
@@ -45,20 +47,19 @@ func goEnv(t *testing.T) []string {
 		}
 		env = append(env, k+"="+strings.TrimSpace(string(out)))
 	}
-	return append(env, "GOPROXY=off", "GOTOOLCHAIN=local", "TMPDIR="+t.TempDir())
+	return append(env, "GOENV=off", "GOPROXY=off", "GOTOOLCHAIN=local", "TMPDIR="+t.TempDir())
 }
 
-// sourceRepo copies the module's files (tracked, and new files not ignored, as they
-// are in the work tree) into a new repository with one commit of fixed dates, so that
-// builds from it have a known revision whatever the checkout is (a clone, a worktree,
-// uncommitted changes). It returns the directory and the commit.
-func sourceRepo(t *testing.T) (dir, rev string) {
+// sourceTree copies the module's files (tracked, and new files not ignored, as they
+// are in the work tree) into a new directory without .git, as a GitHub runner unpacks
+// an action: a build there has no version control information to stamp.
+func sourceTree(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
 	if err != nil {
 		t.Fatalf("git ls-files: %v", err)
 	}
-	dir = filepath.Join(t.TempDir(), "refretry")
+	dir := filepath.Join(t.TempDir(), "refretry")
 	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
 		b, err := os.ReadFile(filepath.Join(root, name))
 		if os.IsNotExist(err) {
@@ -79,6 +80,15 @@ func sourceRepo(t *testing.T) (dir, rev string) {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// sourceRepo is sourceTree in a new repository with one commit of fixed dates, so
+// that builds from it have a known revision whatever the checkout is (a clone, a
+// worktree, uncommitted changes). It returns the directory and the commit.
+func sourceRepo(t *testing.T) (dir, rev string) {
+	t.Helper()
+	dir = sourceTree(t)
 	env := hermetic.Env(os.Environ(), t.TempDir()) // fixed names and dates: 2023-11-14T22:13:20Z
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "snapshot for a test"}} {
 		cmd := exec.Command("git", args...)

@@ -125,13 +125,13 @@ func TestInstallFailsClosed(t *testing.T) {
 func TestInstallChoosesTheRelease(t *testing.T) {
 	rel := Need(t)
 	url, _ := rel.Serve(t, nil)
-	// The runner checks an action out at <work>/_actions/<owner>/<repo>/<ref>.
+	// The runner unpacks an action, without .git, at <work>/_actions/<owner>/<repo>/<ref>.
 	actionAt := func(t *testing.T, ref string) string {
 		dir := filepath.Join(t.TempDir(), "_actions", "refretry", "refretry")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Symlink(root, filepath.Join(dir, ref)); err != nil {
+		if err := os.Symlink(sourceTree(t), filepath.Join(dir, ref)); err != nil {
 			t.Fatal(err)
 		}
 		return filepath.Join(dir, ref)
