@@ -1,6 +1,9 @@
 package push
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/refretry/refretry/internal/gitmsg"
 )
 
@@ -16,6 +19,11 @@ const (
 	reasonNonFastForward    = "non-fast-forward"
 	reasonFetchFirst        = "fetch first"
 	reasonIncorrectOld      = "incorrect old value provided" // the server's compare-and-swap failed
+	// GitHub's backend commits refs itself and puts git's reason in the status:
+	// "cannot lock ref '<ref>': <why>", with no remote: line.
+	reasonCannotLockRef = "cannot lock ref '"
+	reasonFailure       = "failure"               // GitHub: the backend failed to commit ("fatal error in commit_refs")
+	reasonServerError   = "Internal Server Error" // GitHub: a 5xx in the ref phase
 	// summaryRemoteFailure marks refs whose result the server never reported
 	// ("remote failed to report status"): the connection broke after the pack was sent.
 	summaryRemoteFailure = "[remote failure]"
@@ -34,13 +42,22 @@ var declinedReasons = map[string]bool{
 	"deletion of the current branch prohibited": true, "funny refname": true,
 	"shallow update not allowed": true, "denying non-fast-forward": true,
 	"non-fast-forward": true, // from the server: receive.denyNonFastForwards
+	// GitHub's protected branches (GH006) and repository rules (GH013).
+	"protected branch hook declined": true, "push declined due to repository rule violations": true,
+}
+
+// policyReasons are the declines whose remote: lines state the rule that refused the
+// push: a forge's protected branch or ruleset, or a pre-receive hook.
+var policyReasons = map[string]bool{
+	"pre-receive hook declined": true, "hook declined": true,
+	"protected branch hook declined": true, "push declined due to repository rule violations": true,
 }
 
 // classRank orders permanent classes: when refs fail for different reasons, the
 // highest rank decides, so that a retryable or rebasable ref never hides a real refusal.
 var classRank = map[Class]int{
-	ClassLockContention: 1, ClassTransport: 1, ClassBehind: 2, ClassRejected: 3, ClassStaleLock: 4,
-	ClassDeclined: 5, ClassOther: 6,
+	ClassLockContention: 1, ClassTransport: 1, ClassRace: 1, ClassUnknown: 1, ClassBehind: 2, ClassRejected: 3,
+	ClassStaleLock: 4, ClassDeclined: 5, ClassOther: 6,
 }
 
 // Classify turns a finished git push (exit code, --porcelain standard output, C-locale
@@ -62,7 +79,11 @@ func Classify(exitCode int, stdout, stderr []byte) *Error {
 		rejected = rejected || s.Rejected()
 	}
 	if rejected {
-		classifyRefs(e, remoteEvidence(stderr))
+		ev := remoteEvidence(stderr)
+		classifyRefs(e, ev)
+		if e.Class == ClassDeclined && policyReasons[refReason(e)] {
+			e.Policy = ev.policy
+		}
 		if e.Class == ClassTransport {
 			if te, _ := transportFailure(stderr); te != nil {
 				e.Cause = te
@@ -139,13 +160,26 @@ func refClass(s RefStatus, ev evidence) (Class, error) {
 		}
 		return ClassOther, nil
 	}
+	if ref, inner, ok := cannotLockReason(s.Reason); ok {
+		return forgeRefClass(s, ref, inner)
+	}
 	switch s.Reason {
+	case reasonFailure:
+		if ev.commitRefs {
+			return ClassUnknown, nil
+		}
+		return ClassOther, nil
+	case reasonServerError:
+		return ClassUnknown, nil
 	case reasonFailedRefs, reasonFailedRef, reasonAtomicFailed, reasonIncorrectOld:
 		if m := ev.moved[s.To]; m != nil {
 			return ClassBehind, m
 		}
 		if s.Reason == reasonIncorrectOld {
-			return ClassRejected, nil
+			// The server's compare-and-swap failed and it did not say why (GitLab):
+			// the ref moved after the advertisement. Verified first, like any
+			// compare-and-swap failure on the server.
+			return ClassBehind, &MovedError{Ref: s.To}
 		}
 		if l := pickLock(ev.locks, ""); l != nil {
 			return lockClass(l), l
@@ -171,6 +205,42 @@ func refClass(s RefStatus, ev evidence) (Class, error) {
 		return ClassDeclined, nil
 	}
 	return ClassOther, nil
+}
+
+// cannotLockReason reads a rejection reason that is git's own ref-update error, as
+// GitHub's backend reports it: "cannot lock ref '<ref>': <inner>".
+func cannotLockReason(reason string) (ref, inner string, ok bool) {
+	if !strings.HasPrefix(reason, reasonCannotLockRef) {
+		return "", "", false
+	}
+	inner, ref = gitmsg.StripCannotLockRef(reason)
+	return ref, inner, ref != ""
+}
+
+// forgeRefClass classifies a rejection whose reason is git's ref-update error for ref
+// (GitHub): a failed compare-and-swap is a push behind the remote; a ref created or
+// deleted meanwhile is a race, verified and retried; a held lock is contention; any
+// other reason (a directory/file conflict between ref names) is final.
+func forgeRefClass(s RefStatus, ref, inner string) (Class, error) {
+	switch {
+	case gitmsg.CAS().MatchString(inner):
+		m := gitmsg.CAS().FindStringSubmatch(inner)
+		return ClassBehind, &MovedError{Ref: ref, Actual: m[1], Expected: m[2]}
+	case inner == "reference already exists" || strings.HasPrefix(inner, "unable to resolve reference "):
+		return ClassRace, &RejectedError{Ref: s.To, From: s.From, Reason: s.Reason, Remote: true}
+	case gitmsg.Exists().MatchString(inner):
+		return ClassLockContention, &LockedError{Ref: ref, Lock: gitmsg.Exists().FindStringSubmatch(inner)[1], Remote: true}
+	}
+	return ClassRejected, nil
+}
+
+// refReason is the reason of the ref that decided e's class.
+func refReason(e *Error) string {
+	var r *RejectedError
+	if errors.As(e.Cause, &r) {
+		return r.Reason
+	}
+	return ""
 }
 
 // pickLock returns the server's lock failure for ref ("" for any), preferring a

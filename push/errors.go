@@ -16,6 +16,8 @@ type Class string
 const (
 	ClassLockContention Class = "lock-contention" // the server could not take a ref lock: retry
 	ClassTransport      Class = "transport"       // the connection failed or stalled: retry
+	ClassRace           Class = "race"            // the server saw another update of the same ref land first (created or deleted it): verified, then retried
+	ClassUnknown        Class = "unknown-outcome" // the server failed while committing (a forge's "failure", a 5xx in the ref phase): verified, then retried
 	ClassBehind         Class = "behind"          // non-fast-forward or fetch first
 	ClassRejected       Class = "rejected"        // any other per-ref refusal (stale info, already exists, …)
 	ClassDeclined       Class = "declined"        // a server policy or hook refused the update
@@ -27,7 +29,14 @@ const (
 
 // Retryable reports whether a failure of class c may succeed on another identical
 // attempt. ClassBehind is not: it needs a rebase first.
-func (c Class) Retryable() bool { return c == ClassLockContention || c == ClassTransport }
+func (c Class) Retryable() bool {
+	return c == ClassLockContention || c == ClassTransport || c == ClassRace || c == ClassUnknown
+}
+
+// unsure reports whether a failure of class c may have been applied, or may have been
+// answered after another copy of the same request was: the remote is compared with
+// what was pushed before anything else is done.
+func (c Class) unsure() bool { return c == ClassTransport || c == ClassRace || c == ClassUnknown }
 
 // Error is a failed push attempt. Cause, when not nil, is the typed detail
 // (*RejectedError, *LockedError, *TransportError).
@@ -43,7 +52,11 @@ type Error struct {
 	URL string
 	// Message is the line that decided the class: a rejection or git's error message.
 	Message string
-	Cause   error
+	// Policy is what the server said about a refusal by one of its rules (GitHub's
+	// GH006 and GH013, GitLab's and Gitea's protected branches): its remote: lines, in
+	// order, without the blank ones. Empty for anything else.
+	Policy []string
+	Cause  error
 }
 
 func (e *Error) Error() string {
@@ -141,10 +154,14 @@ func (e *Error) Held() (lock string, age time.Duration, pid int) {
 // HolderUnseen is false: a pid in the server's message is the server's to judge.
 func (e *Error) HolderUnseen() bool { return false }
 
-// Advice says, for a stale lock on the remote, that it must be removed there, and for
-// a remote without atomic pushes, how to push without; git's output says all there is
-// to say about any other failure ("").
+// Advice says, for a stale lock on the remote, that it must be removed there; for a
+// refusal by the remote's rules, what the rule says (once, in one line); for a remote
+// without atomic pushes, how to push without; git's output says all there is to say
+// about any other failure ("").
 func (e *Error) Advice() string {
+	if e.Class == ClassDeclined && len(e.Policy) > 0 {
+		return "the remote's rules refused the push, so refretry did not retry: " + strings.Join(e.Policy, " ")
+	}
 	if e.Class == ClassDeclined && strings.Contains(e.Message, "does not support --atomic push") {
 		return "the remote does not support atomic pushes; push with refretry push --no-atomic " +
 			"(each ref is then accepted or refused on its own)"

@@ -35,13 +35,43 @@ type evidence struct {
 	// '<ref>': is at X but expected Y"): another push moved them after the
 	// advertisement this push was based on.
 	moved map[string]*MovedError
+	// commitRefs is GitHub's "fatal error in commit_refs": its backend failed to
+	// commit, and whether any ref changed is not known.
+	commitRefs bool
+	// policy is what the server said about a refusal: its lines from the first
+	// error or forge message on, without blank lines, bare "error:" lines and the
+	// "error: " prefix (GH006/GH013, "GitLab: …", a pre-receive hook's output).
+	policy []string
+}
+
+// Bounds on what a server's policy text may add to refretry's own line.
+const (
+	maxPolicyLines = 12
+	maxPolicyBytes = 2000
+)
+
+// policyLine reports whether line starts the text of a refusal.
+func policyLine(line string) bool {
+	return strings.HasPrefix(line, "error:") || strings.HasPrefix(line, "GitLab:") || strings.HasPrefix(line, "fatal:")
 }
 
 // remoteEvidence reads the server's lines in stderr.
 func remoteEvidence(stderr []byte) evidence {
 	lines := remoteLines(stderr)
 	var ev evidence
+	size := 0
 	for i, line := range lines {
+		if len(ev.policy) > 0 || policyLine(line) {
+			text := strings.TrimSpace(strings.TrimPrefix(line, "error:"))
+			if text != "" && len(ev.policy) < maxPolicyLines && size+len(text) <= maxPolicyBytes {
+				ev.policy = append(ev.policy, text)
+				size += len(text)
+			}
+		}
+		if line == "fatal error in commit_refs" {
+			ev.commitRefs = true
+			continue
+		}
 		msg, ok := strings.CutPrefix(line, "error: ")
 		if !ok {
 			continue

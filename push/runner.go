@@ -60,7 +60,7 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 	env := stall.Env(ctx, p.git(), p.Dirs, p.Env, args.Remote, p.StallFloor)
 	var (
 		last       gitexec.Captured
-		unknown    bool        // an attempt failed in transport: it may have been applied
+		unknown    bool        // an attempt's outcome is unsure (Class.unsure): it may have been applied
 		named      []RefStatus // the refs the latest attempt named, for verification
 		url        string      // the remote's URL, from the porcelain
 		rebaseNext *RefStatus  // the ref to rebase before the next attempt
@@ -109,7 +109,7 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 			named = e.Refs
 		}
 		switch {
-		case e.Class == ClassTransport:
+		case e.Class.unsure():
 			unknown = true
 			if len(named) == 0 {
 				named = p.planFromArgs(ctx, args)

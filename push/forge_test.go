@@ -1,0 +1,168 @@
+package push
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Transcribed, not captured: what GitHub and GitLab print when a push loses a race or
+// meets a rule, as users reported it in public issue threads (../shared/docs/forges.md
+// §1 names them; the thread is given with each case). These forges cannot run here; the
+// same answers are produced end to end by internal/gitserver's front ends. Gitea's were
+// captured from a real Gitea 1.26 (forges.md §4) and are also tested against one.
+const (
+	oidX  = "58c1cf2b6e0d5a4b3c2d1e0f9a8b7c6d5e4f3a2b"
+	oidY  = "8bb6dea5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9"
+	ghURL = "https://github.com/o/r"
+)
+
+func ghPorcelain(lines ...string) string {
+	return "To " + ghURL + "\n" + strings.Join(lines, "\n") + "\nDone\n"
+}
+
+func TestClassifyForges(t *testing.T) {
+	t.Parallel()
+	ghFailed := "error: failed to push some refs to '" + ghURL + "'\n"
+	tests := []struct {
+		name           string
+		stdout, stderr string
+		want           Class
+		wantMoved      *MovedError
+		wantPolicy     []string
+	}{
+		{
+			// lionagi#1395, deepagents#3042, argo-cd#27835: no remote: error line.
+			name:   "GitHub lost compare-and-swap",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (cannot lock ref 'refs/heads/main': is at " + oidX + " but expected " + oidY + ")"),
+			stderr: ghFailed, want: ClassBehind,
+			wantMoved: &MovedError{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
+		},
+		{
+			// fern#15268: a concurrent creation of the same ref.
+			name:   "GitHub ref created meanwhile",
+			stdout: ghPorcelain("!\trefs/tags/v1:refs/tags/v1\t[remote rejected] (cannot lock ref 'refs/tags/v1': reference already exists)"),
+			stderr: ghFailed, want: ClassRace,
+		},
+		{
+			name:   "GitHub ref deleted meanwhile",
+			stdout: ghPorcelain("!\trefs/heads/f:refs/heads/f\t[remote rejected] (cannot lock ref 'refs/heads/f': unable to resolve reference 'refs/heads/f')"),
+			stderr: ghFailed, want: ClassRace,
+		},
+		{
+			// w3c/webref#54, contile#196.
+			name:   "GitHub directory/file conflict",
+			stdout: ghPorcelain("!\trefs/heads/a/b:refs/heads/a/b\t[remote rejected] (cannot lock ref 'refs/heads/a/b': 'refs/heads/a' exists; cannot create 'refs/heads/a/b')"),
+			stderr: ghFailed, want: ClassRejected,
+		},
+		{
+			// objectstack#2195, microsoft/vscode#182679, rickstaa/action-create-tag#9.
+			name:   "GitHub commit_refs failure",
+			stdout: ghPorcelain("!\trefs/tags/v1:refs/tags/v1\t[remote rejected] (failure)"),
+			stderr: "remote: fatal error in commit_refs" + pad + "\n" + ghFailed, want: ClassUnknown,
+		},
+		{
+			name:   "a bare (failure) without commit_refs is not known",
+			stdout: ghPorcelain("!\trefs/tags/v1:refs/tags/v1\t[remote rejected] (failure)"),
+			stderr: ghFailed, want: ClassOther,
+		},
+		{
+			// ship-studio#678.
+			name:   "GitHub 500 in the ref phase",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (Internal Server Error)"),
+			stderr: "remote: Internal Server Error" + pad + "\n" + ghFailed, want: ClassUnknown,
+		},
+		{
+			// SageMathOER-CCC/sage-discrete-math#84.
+			name:   "GitHub GH006",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (protected branch hook declined)"),
+			stderr: "remote: error: GH006: Protected branch update failed for refs/heads/main." + pad + "\n" +
+				"remote: error: Changes must be made through a pull request." + pad + "\n" + ghFailed,
+			want:       ClassDeclined,
+			wantPolicy: []string{"GH006: Protected branch update failed for refs/heads/main.", "Changes must be made through a pull request."},
+		},
+		{
+			// henne49/dbus-opendtu#235, Women-Devs-SG/bibsnbub#35.
+			name:   "GitHub GH013",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (push declined due to repository rule violations)"),
+			stderr: "remote: Resolving deltas: 100% (1/1), completed with 1 local object." + pad + "\n" +
+				"remote: error: GH013: Repository rule violations found for refs/heads/main." + pad + "\n" +
+				"remote: Review all repository rules at https://github.com/o/r/rules?ref=refs%2Fheads%2Fmain" + pad + "\n" +
+				"remote: \n" +
+				"remote: - Changes must be made through a pull request." + pad + "\n" +
+				"remote: \n" + ghFailed,
+			want: ClassDeclined,
+			wantPolicy: []string{"GH013: Repository rule violations found for refs/heads/main.",
+				"Review all repository rules at https://github.com/o/r/rules?ref=refs%2Fheads%2Fmain",
+				"- Changes must be made through a pull request."},
+		},
+		{
+			// akuity/kargo#5286: Gitaly's compare-and-swap failed, no remote: line.
+			name:   "GitLab lost compare-and-swap",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (incorrect old value provided)"),
+			stderr: ghFailed, want: ClassBehind,
+			wantMoved: &MovedError{Ref: "refs/heads/main"},
+		},
+		{
+			name:       "GitLab protected branch",
+			stdout:     ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (pre-receive hook declined)"),
+			stderr:     "remote: GitLab: You are not allowed to push code to protected branches on this project." + pad + "\n" + ghFailed,
+			want:       ClassDeclined,
+			wantPolicy: []string{"GitLab: You are not allowed to push code to protected branches on this project."},
+		},
+		{
+			// Captured from Gitea 1.26 (forges.md §4): 1 winner of 16, a loser's output.
+			name:   "Gitea lost race",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (incorrect old value provided)"),
+			stderr: "remote: error: cannot lock ref 'refs/heads/main': is at " + oidX + " but expected " + oidY + pad + "\n" + ghFailed,
+			want:   ClassBehind, wantMoved: &MovedError{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
+		},
+		{
+			name:   "Gitea lost race, atomic",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (atomic transaction failed)"),
+			stderr: "remote: error: cannot lock ref 'refs/heads/main': is at " + oidX + " but expected " + oidY + pad + "\n" + ghFailed,
+			want:   ClassBehind, wantMoved: &MovedError{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
+		},
+		{
+			name:   "Gitea ref lock held",
+			stdout: ghPorcelain("!\tHEAD:refs/heads/lk\t[remote rejected] (reference already exists)"),
+			stderr: "remote: error: cannot lock ref 'refs/heads/lk': Unable to create '/data/repos/u/r.git/./refs/heads/lk.lock': File exists." + pad + "\n" +
+				"remote: \n" +
+				"remote: Another git process seems to be running in this repository, or the lock file may be stale" + pad + "\n" + ghFailed,
+			want: ClassLockContention,
+		},
+		{
+			name:   "Gitea protected branch",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (pre-receive hook declined)"),
+			stderr: "remote: \n" + "remote: error:" + pad + "\n" +
+				"remote: error: Not allowed to push to protected branch main" + pad + "\n" +
+				"remote: error:" + pad + "\n" + ghFailed,
+			want:       ClassDeclined,
+			wantPolicy: []string{"Not allowed to push to protected branch main"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := Classify(1, []byte(tc.stdout), []byte(tc.stderr))
+			if e == nil || e.Class != tc.want {
+				t.Fatalf("Classify = %v, want %s", e, tc.want)
+			}
+			if tc.wantMoved != nil {
+				var m *MovedError
+				if !errors.As(e, &m) || *m != *tc.wantMoved {
+					t.Errorf("MovedError = %+v, want %+v", m, tc.wantMoved)
+				}
+			}
+			if strings.Join(e.Policy, "|") != strings.Join(tc.wantPolicy, "|") {
+				t.Errorf("Policy = %q, want %q", e.Policy, tc.wantPolicy)
+			}
+			if len(tc.wantPolicy) > 0 && !strings.Contains(e.Advice(), tc.wantPolicy[len(tc.wantPolicy)-1]) {
+				t.Errorf("Advice %q does not state the rule", e.Advice())
+			}
+			if got, want := e.Class.Retryable(), tc.want == ClassRace || tc.want == ClassUnknown || tc.want == ClassLockContention; got != want {
+				t.Errorf("Retryable() = %v", got)
+			}
+		})
+	}
+}
