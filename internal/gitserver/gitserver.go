@@ -1,5 +1,6 @@
 // Package gitserver serves bare git repositories over git's smart HTTP protocol, for
-// tests, fixture capture and benchmarks. It is test support, not product.
+// tests, fixture capture and benchmarks. It can answer pushes as GitHub's and GitLab's
+// front ends do, and break requests in chosen ways. It is test support, not product.
 //
 // The contract:
 //
@@ -14,17 +15,88 @@
 //     first request the server receives; every request counts, whatever happened to
 //     it). The first After requests are spared; for the others, with m = n - After,
 //     these are checked in order: m <= HangUp closes the connection without a response;
-//     FailStatus answers with that status when FailFirst is 0 or m <= FailFirst. Then
-//     a server with a User answers 401 to any request without exactly those basic-auth
-//     credentials. Only a request that passed all three reaches http-backend, with
-//     REMOTE_USER set when it was authenticated. A fetch or push makes a GET of
-//     info/refs and then one POST or more, so After=1 moves a fault into the POSTs.
-//   - Chunked request bodies (git sends them for POSTs over http.postBuffer) are read
-//     into memory before http-backend sees them, since CGI needs a length.
-//   - Close stops the server and waits for the requests in progress.
+//     FailStatus answers with that status when FailFirst is 0 or m <= FailFirst;
+//     m <= Stall makes the request's answer stall (below). Then, with DownAfterDrop, a
+//     receive-pack request (advertisement or POST) answers 503 once a POST has been
+//     given a FaultDrop. Then a server with a User answers 401 to any request without
+//     exactly those basic-auth credentials. Only a request that passed all of these
+//     reaches http-backend, with REMOTE_USER set when it was authenticated. A fetch or
+//     push makes a GET of info/refs and then one POST or more, so After=1 moves a fault
+//     into the POSTs.
+//   - A stalled request is answered in full into memory (a stalled push is applied);
+//     its headers and the first half of its body are sent, then nothing until the
+//     client goes away or Close is called, and the connection is then closed without
+//     ending the answer.
+//   - Receive-pack POSTs are also numbered on their own: p is 1 for the first POST to
+//     git-receive-pack, and every one counts, whatever happened to it (ReceivePacks).
+//     One that got past the faults above is read whole, BeforeReceivePack(p) is called,
+//     and then the first of these answers it: a Refusal that names one of its refs
+//     (nothing is applied); PushFaults[p] (the real receive-pack runs first when Apply
+//     is set); otherwise http-backend, whose answer Options.Forge rewrites.
+//   - Answers made here (refusals, FaultCommitRefs, FaultServerError) are 200 with
+//     http-backend's headers, and honour what the client asked for in its first command:
+//     side-band-64k or side-band for the messages (without one, messages are lost, as
+//     git's are), report-status or report-status-v2 for the per-ref report ("unpack ok",
+//     then "ng <ref> <reason>" for every command of the push).
+//   - ForgeGit (the zero value) streams http-backend's answer untouched: the client
+//     sees git's own bytes. ForgeGitHub and ForgeGitLab read the answer whole, decode
+//     its side band (keep-alives, messages split across packets and a report split
+//     across packets included), fold the messages listed below into the rejected refs'
+//     reasons, and encode it again. An answer with nothing to fold, or one that is not a
+//     200, is sent exactly as git wrote it.
+//   - NoKeepAlive closes every connection after one request.
+//   - Chunked request bodies (git sends them for POSTs over http.postBuffer) and every
+//     receive-pack POST body are read into memory before http-backend sees them, since
+//     CGI needs a length and a POST may be answered from its commands.
+//   - Close stops the server and waits for the requests in progress; stalled ones end.
 //
 // Nothing here needs a *testing.T, so a benchmark or a capture script's helper
 // (cmd/gitserve) uses it as a test does.
+//
+// # What the forges print
+//
+// The forge behaviours are transcribed: the text users reported in public issue
+// threads (GitHub repositories, cited as owner/repo#N or repo#N), not captured from the
+// forges here. The remote lines are what the server sends on band 2; the client adds
+// "remote: " and its padding.
+//
+//   - GitHub, a lost compare-and-swap (ForgeGitHub): the git message "cannot lock ref
+//     '<ref>': is at <X> but expected <Y>" becomes the ref's reason, `[remote rejected]
+//     (cannot lock ref 'refs/heads/main': is at <X> but expected <Y>)`, with no remote:
+//     line. Transcribed from lionagi#1395, deepagents#3042 and argo-cd#27835.
+//   - GitHub, the same shape for a concurrent creation ("reference already exists",
+//     fern#15268), a concurrent deletion ("unable to resolve reference '<ref>'", the
+//     create-pull-request force-with-lease reports) and a directory/file conflict
+//     ("'refs/heads/a' exists; cannot create 'refs/heads/a/b'", w3c/webref#54 and
+//     contile#196; git's reftable backend says it without "cannot lock ref", which
+//     ForgeGitHub adds) — transcribed. Any other "cannot lock ref '<ref>': <detail>"
+//     line of a rejected ref is folded the same way.
+//   - GitHub, a failure of its backend under a burst of ref updates (FaultCommitRefs):
+//     the message "fatal error in commit_refs" and every ref `[remote rejected]
+//     (failure)`; whether the refs were updated is unknown to the client. Transcribed
+//     from objectstack#2195 and microsoft/vscode#182679.
+//   - GitHub, a 5xx in the ref phase (FaultServerError): the message "Internal Server
+//     Error" and every ref `[remote rejected] (Internal Server Error)`. Transcribed from
+//     ship-studio#678.
+//   - GitHub, a protected branch (GH006, GH006List): "error: GH006: Protected branch
+//     update failed for <ref>." then "error: Changes must be made through a pull
+//     request." (or an empty line and "- Changes must be made through a pull
+//     request."), reason "protected branch hook declined". Transcribed from
+//     SageMathOER-CCC/sage-discrete-math#84.
+//   - GitHub, a repository ruleset (GH013): "error: GH013: Repository rule violations
+//     found for <ref>.", "Review all repository rules at <repo>/rules?ref=<ref, escaped>",
+//     "", "- Changes must be made through a pull request.", "", reason "push declined
+//     due to repository rule violations". Transcribed from henne49/dbus-opendtu#235.
+//   - GitLab, a compare-and-swap lost in Gitaly after a successful advertisement
+//     (ForgeGitLab): a rejected ref whose message is "cannot lock ref '<ref>': is at <X>
+//     but expected <Y>" gets the reason "incorrect old value provided" and no remote:
+//     line. Transcribed from akuity/kargo#5286. Other lock messages stay git's.
+//   - GitLab, a protected branch (GitLabProtected): "GitLab: You are not allowed to push
+//     code to protected branches on this project.", reason "pre-receive hook declined"
+//     (transcribed from users' public transcripts; no one thread is on record for it).
+//
+// Which of a multi-ref push's other refs GitHub and GitLab refuse with a policy is not
+// in the reports: a Refusal refuses them all, as a declining pre-receive hook does.
 package gitserver
 
 import (
@@ -39,6 +111,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -84,7 +157,62 @@ type Options struct {
 	// Stderr receives http-backend's stderr and the CGI host's errors; nil discards
 	// them.
 	Stderr io.Writer
+
+	// Stall makes each of the first Stall requests (after After, like HangUp) send its
+	// headers and the first half of its answer, then nothing until the client gives up
+	// or the server is closed. The request itself is served in full (a stalled push is
+	// applied).
+	Stall int
+
+	// NoKeepAlive closes every connection after one request. With keep-alive, libcurl
+	// sends a request again by itself when a reused connection closes unanswered.
+	NoKeepAlive bool
+
+	// Forge selects whose front end answers pushes: ForgeGit (git's own receive-pack
+	// output, byte for byte), ForgeGitHub or ForgeGitLab (git's answer, rewritten).
+	Forge Forge
+
+	// BeforeReceivePack, when set, is called with n before the server acts on the nth
+	// receive-pack POST (forwards it, faults it or refuses it): a test moves a ref there
+	// to make the server's compare-and-swap fail. It may run concurrently for
+	// concurrent pushes; the POST waits for it.
+	BeforeReceivePack func(n int)
+
+	// PushFaults replaces the answer to the nth receive-pack POST with PushFaults[n].
+	PushFaults map[int]PushFault
+
+	// Refuse lists the refs a forge policy refuses (GH006, GH013, GitLabProtected).
+	Refuse []Refusal
+
+	// DownAfterDrop answers 503 to every receive-pack request (advertisement or POST)
+	// that arrives once a POST has been given a FaultDrop.
+	DownAfterDrop bool
 }
+
+// PushFault is what the server does with one receive-pack POST instead of answering
+// it as git did.
+type PushFault struct {
+	Kind FaultKind
+	// Apply runs the real receive-pack on the POST first, so the refs are updated
+	// exactly as git decides and only its answer is lost or replaced. Without it the
+	// pack is read and discarded, nothing changes, and the answer is made from the
+	// commands of the POST.
+	Apply bool
+}
+
+// FaultKind is a kind of PushFault.
+type FaultKind int
+
+const (
+	// FaultDrop closes the connection without answering.
+	FaultDrop FaultKind = iota + 1
+	// FaultCommitRefs is GitHub's failure of a burst (transcribed): the message
+	// "fatal error in commit_refs" and every ref rejected with "failure".
+	FaultCommitRefs
+	// FaultServerError is GitHub's 5xx in the ref phase (transcribed): the message
+	// "Internal Server Error" and every ref rejected with "Internal Server Error".
+	FaultServerError
+)
 
 // Server is a running smart-HTTP git server. Its methods are safe for concurrent use.
 type Server struct {
@@ -92,6 +220,10 @@ type Server struct {
 	opts     Options
 	cgi      cgi.Handler
 	requests atomic.Int64
+	posts    atomic.Int64 // receive-pack POSTs
+	dropped  atomic.Bool  // a FaultDrop has closed its connection
+	closing  chan struct{}
+	closed   sync.Once
 }
 
 // Start serves the bare repositories under root with the git binary at gitPath (whose
@@ -99,6 +231,14 @@ type Server struct {
 func Start(gitPath, root string, opts Options) (*Server, error) {
 	if gitPath == "" {
 		return nil, errors.New("gitserver: no git binary given")
+	}
+	if !opts.Forge.valid() {
+		return nil, fmt.Errorf("gitserver: unknown forge %q", opts.Forge)
+	}
+	for n, f := range opts.PushFaults {
+		if n < 1 || f.Kind < FaultDrop || f.Kind > FaultServerError {
+			return nil, fmt.Errorf("gitserver: push fault %d: %+v", n, f)
+		}
 	}
 	root, err := filepath.Abs(root)
 	if err != nil {
@@ -136,11 +276,13 @@ func Start(gitPath, root string, opts Options) (*Server, error) {
 			Env:    append(env, opts.Env...),
 			Stderr: stderr,
 		},
+		closing: make(chan struct{}),
 	}
 	s.ts = &httptest.Server{
 		Listener: ln,
 		Config:   &http.Server{Handler: http.HandlerFunc(s.serve)},
 	}
+	s.ts.Config.SetKeepAlivesEnabled(!opts.NoKeepAlive)
 	s.ts.Start()
 	return s, nil
 }
@@ -156,12 +298,26 @@ func (s *Server) URL(repo string) string {
 // Requests is the number of requests received so far, faulted ones included.
 func (s *Server) Requests() int { return int(s.requests.Load()) }
 
-// Close stops the server and waits for the requests in progress to finish.
-func (s *Server) Close() { s.ts.Close() }
+// ReceivePacks is the number of receive-pack POSTs received so far, faulted ones
+// included.
+func (s *Server) ReceivePacks() int { return int(s.posts.Load()) }
+
+// Close stops the server and waits for the requests in progress to finish; a stalled
+// answer ends then.
+func (s *Server) Close() {
+	s.closed.Do(func() { close(s.closing) })
+	s.ts.Close()
+}
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	n := int(s.requests.Add(1))
+	push := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack")
+	post := 0
+	if push {
+		post = int(s.posts.Add(1))
+	}
 	o := &s.opts
+	stall := false
 	if m := n - o.After; m > 0 {
 		if m <= o.HangUp {
 			hangUp(w)
@@ -174,7 +330,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("gitserver: injected failure of request %d", n), o.FailStatus)
 			return
 		}
+		stall = m <= o.Stall
 	}
+	if o.DownAfterDrop && s.dropped.Load() &&
+		(push || r.URL.Query().Get("service") == "git-receive-pack") {
+		http.Error(w, "gitserver: receive-pack is down after a dropped push", http.StatusServiceUnavailable)
+		return
+	}
+	if stall {
+		rec := httptest.NewRecorder()
+		s.answer(rec, r, post)
+		s.stall(w, r, rec)
+		return
+	}
+	s.answer(w, r, post)
+}
+
+// answer serves r, the post-th receive-pack POST when post > 0, past the faults that
+// go by request number.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, post int) {
+	o := &s.opts
 	h := s.cgi
 	if o.User != "" {
 		user, pass, ok := r.BasicAuth()
@@ -185,17 +360,111 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		h.Env = append(h.Env[:len(h.Env):len(h.Env)], "REMOTE_USER="+user)
 	}
-	if len(r.TransferEncoding) > 0 && r.TransferEncoding[0] == "chunked" {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, "gitserver: reading the request body: "+err.Error(), http.StatusBadRequest)
+	if post == 0 && !(len(r.TransferEncoding) > 0 && r.TransferEncoding[0] == "chunked") {
+		h.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "gitserver: reading the request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.TransferEncoding = nil
+	r.ContentLength = int64(len(body))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if post == 0 {
+		h.ServeHTTP(w, r)
+		return
+	}
+	s.receivePack(w, r, &h, post, body)
+}
+
+// receivePack answers the post-th receive-pack POST, whose body is body.
+func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, h *cgi.Handler, post int, body []byte) {
+	o := &s.opts
+	if o.BeforeReceivePack != nil {
+		o.BeforeReceivePack(post)
+	}
+	fault, faulted := o.PushFaults[post]
+	if o.Forge == ForgeGit && !faulted && len(o.Refuse) == 0 {
+		h.ServeHTTP(w, r) // git's own answer, streamed as it comes
+		return
+	}
+	q, err := parseRequest(body, r.Header.Get("Content-Encoding"))
+	if err != nil {
+		// Not a push this package understands: git's answer, untouched.
+		h.ServeHTTP(w, r)
+		return
+	}
+	if len(o.Refuse) > 0 {
+		repo := s.ts.URL + strings.TrimSuffix(strings.TrimSuffix(r.URL.Path, "/git-receive-pack"), ".git")
+		if answer := refuse(o.Refuse, q, repo); answer != nil {
+			writeResult(w, answer)
 			return
 		}
-		r.TransferEncoding = nil
-		r.ContentLength = int64(len(body))
-		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	h.ServeHTTP(w, r)
+	if faulted {
+		if fault.Kind == FaultDrop {
+			s.dropped.Store(true)
+		}
+		if fault.Apply {
+			h.ServeHTTP(httptest.NewRecorder(), r) // the push is applied; its answer is lost
+		}
+		switch fault.Kind {
+		case FaultDrop:
+			hangUp(w)
+		case FaultCommitRefs:
+			writeResult(w, synthesize(q, []string{commitRefsLine}, nil, commitRefsReason))
+		case FaultServerError:
+			writeResult(w, synthesize(q, []string{serverErrorLine}, nil, serverErrorReason))
+		}
+		return
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	out := rec.Body.Bytes()
+	if rec.Code == http.StatusOK {
+		out = o.Forge.rewrite(q, out)
+	}
+	w.Header().Del("Content-Length") // http-backend sends none; the rewrite may change it
+	w.WriteHeader(rec.Code)
+	w.Write(out)
+}
+
+// writeResult sends a receive-pack answer made here, with http-backend's headers.
+func writeResult(w http.ResponseWriter, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/x-git-receive-pack-result")
+	h.Set("Expires", "Fri, 01 Jan 1980 00:00:00 GMT")
+	h.Set("Pragma", "no-cache")
+	h.Set("Cache-Control", "no-cache, max-age=0, must-revalidate")
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}
+
+// stall sends rec's headers and the first half of its body, then nothing until the
+// client goes away or the server closes, and then closes the connection.
+func (s *Server) stall(w http.ResponseWriter, r *http.Request, rec *httptest.ResponseRecorder) {
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	body := rec.Body.Bytes()
+	w.Write(body[:len(body)/2])
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	select {
+	case <-r.Context().Done():
+	case <-s.closing:
+	}
+	// Returning would end the answer cleanly, half of it missing; aborting closes the
+	// connection as a wedged server's would be.
+	panic(http.ErrAbortHandler)
 }
 
 // hangUp closes the request's connection without writing a byte of response.

@@ -2,7 +2,8 @@
 // protocol (package gitserver), for scripts such as scripts/capture-fetch-fixtures.sh.
 //
 //	gitserve -git /path/to/git -root DIR [-addr 127.0.0.1:PORT] [-user U -password P]
-//	         [-fail-status 500 [-fail-first N] [-retry-after S]] [-hang-up N] [-after N] [-receive-pack] [-v]
+//	         [-fail-status 500 [-fail-first N] [-retry-after S]] [-hang-up N] [-stall N] [-after N]
+//	         [-receive-pack] [-forge github|gitlab] [-no-keep-alive] [-v]
 //
 // It prints the server's base URL ("http://127.0.0.1:PORT") and a newline on stdout once
 // it is listening, then serves until SIGINT or SIGTERM. Exit 2 is a usage error, 1 a
@@ -35,8 +36,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.FailFirst, "fail-first", 0, "with -fail-status: fail only the first N requests (0: every request)")
 	fs.StringVar(&o.RetryAfter, "retry-after", "", "with -fail-status: send this Retry-After header")
 	fs.IntVar(&o.HangUp, "hang-up", 0, "close the connection without a response on the first N requests")
-	fs.IntVar(&o.After, "after", 0, "serve the first N requests normally; -hang-up and -fail-first count from the next")
+	fs.IntVar(&o.After, "after", 0, "serve the first N requests normally; -hang-up, -fail-first and -stall count from the next")
+	fs.IntVar(&o.Stall, "stall", 0, "send half of the answer to the first N requests, then nothing")
 	fs.BoolVar(&o.ReceivePack, "receive-pack", false, "accept pushes without authentication")
+	forge := fs.String("forge", "", "answer pushes as this forge's front end does: github or gitlab (default git's own answer)")
+	fs.BoolVar(&o.NoKeepAlive, "no-keep-alive", false, "close every connection after one request")
 	verbose := fs.Bool("v", false, "copy http-backend's stderr to stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -45,9 +49,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gitserve: -root is required and no arguments are taken")
 		return 2
 	}
+	switch gitserver.Forge(*forge) {
+	case gitserver.ForgeGit, gitserver.ForgeGitHub, gitserver.ForgeGitLab:
+	default:
+		fmt.Fprintf(stderr, "gitserve: -forge %q: want github or gitlab\n", *forge)
+		return 2
+	}
 	if *verbose {
 		o.Stderr = stderr
 	}
+	o.Forge = gitserver.Forge(*forge)
 	// Catch the signals before announcing the URL, so a caller that kills us right
 	// after reading it still gets an orderly Close.
 	sig := make(chan os.Signal, 1)
