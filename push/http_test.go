@@ -3,132 +3,30 @@ package push_test
 import (
 	"errors"
 	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/gitserver"
 	"github.com/refretry/refretry/internal/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
 )
 
-// faults says what the HTTP server in front of git http-backend breaks.
-type faults struct {
-	mu sync.Mutex
-	// unavailable answers this many requests with 503 before serving any.
-	unavailable int
-	// stall sends half of the first ref advertisement, then nothing, until the client
-	// gives up.
-	stall bool
-	// drop applies this many pushes (the receive-pack POST runs to completion) and
-	// then closes the connection without answering.
-	drop int
-	// downAfterDrop answers every later receive-pack request with 503.
-	downAfterDrop bool
-	// noKeepAlive closes every connection after one request. With keep-alive, libcurl
-	// sends a request again by itself when a reused connection closes unanswered.
-	noKeepAlive bool
-
-	requests, receivePosts int
-	dropped                int
-}
-
-// gitHTTP serves the server's repository with the real git http-backend of its git
-// version, through net/http/cgi, with the faults injected in front.
-type gitHTTP struct {
-	*faults
-	cgi *cgi.Handler
-	t   testing.TB
-}
-
-func newGitHTTP(t testing.TB, s *server, f *faults) (url string) {
+// httpServer serves the server's repository over smart HTTP: the real git
+// http-backend of its git version (package gitserver), with opts' faults in front.
+func httpServer(t testing.TB, s *server, opts gitserver.Options) *gitserver.Server {
 	t.Helper()
-	backend := filepath.Join(gitExecPath(t, s.git), "git-http-backend")
-	s.run(s.dir, "config", "http.receivepack", "true")
-	h := &gitHTTP{faults: f, t: t, cgi: &cgi.Handler{
-		Path: backend,
-		Env: append(slices.Clone(s.env),
-			"GIT_PROJECT_ROOT="+filepath.Dir(s.dir), "GIT_HTTP_EXPORT_ALL=1"),
-	}}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.SetKeepAlivesEnabled(!f.noKeepAlive)
-	srv.Start()
+	opts.ReceivePack = true
+	opts.Env = append(slices.Clone(s.env), opts.Env...)
+	srv, err := gitserver.Start(s.git.Path, filepath.Dir(s.dir), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(srv.Close)
-	return srv.URL + "/" + filepath.Base(s.dir)
-}
-
-func gitExecPath(t testing.TB, g testutil.Git) string {
-	t.Helper()
-	return gitRun(t, g.Path, t.TempDir(), hermetic.Env(os.Environ(), t.TempDir()), "--exec-path")
-}
-
-func (h *gitHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	h.requests++
-	receive := strings.HasSuffix(r.URL.Path, "/git-receive-pack") ||
-		r.URL.Query().Get("service") == "git-receive-pack"
-	post := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack")
-	if post {
-		h.receivePosts++
-	}
-	switch {
-	case h.unavailable > 0:
-		h.unavailable--
-		h.mu.Unlock()
-		http.Error(w, "try later", http.StatusServiceUnavailable)
-		return
-	case h.stall && r.Method == http.MethodGet:
-		h.stall = false
-		h.mu.Unlock()
-		h.stalled(w, r)
-		return
-	case post && h.dropped < h.drop:
-		h.dropped++
-		h.mu.Unlock()
-		h.cgi.ServeHTTP(httptest.NewRecorder(), r) // the server applies the push
-		hj, ok := w.(http.Hijacker)
-		if !ok {
-			h.t.Error("cannot hijack the connection")
-			return
-		}
-		conn, _, err := hj.Hijack()
-		if err == nil {
-			conn.Close()
-		}
-		return
-	case receive && h.downAfterDrop && h.dropped > 0:
-		h.mu.Unlock()
-		http.Error(w, "down", http.StatusServiceUnavailable)
-		return
-	}
-	h.mu.Unlock()
-	h.cgi.ServeHTTP(w, r)
-}
-
-// stalled sends the headers and half of the real answer, then nothing.
-func (h *gitHTTP) stalled(w http.ResponseWriter, r *http.Request) {
-	rec := httptest.NewRecorder()
-	h.cgi.ServeHTTP(rec, r)
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
-	w.Header().Del("Content-Length")
-	w.WriteHeader(rec.Code)
-	body := rec.Body.Bytes()
-	w.Write(body[:len(body)/2])
-	w.(http.Flusher).Flush()
-	select {
-	case <-r.Context().Done(): // the client gave up
-	case <-time.After(2 * time.Minute):
-		h.t.Error("the client never gave up on the stalled response")
-	}
+	return srv
 }
 
 // httpCombos: both client versions against a 2.55 server of either backend, and a
@@ -138,15 +36,21 @@ func httpCombos(t *testing.T) []combo {
 	return []combo{{cur, cur, "reftable"}, {old, cur, "files"}, {cur, old, "files"}, {old, cur, "reftable"}}
 }
 
-// httpClient is a client whose origin is url; it starts with the server's main.
-func httpClient(t *testing.T, cb combo, s *server, url string) *client {
+// httpClient is a client whose origin is served over HTTP with opts' faults; it
+// starts with the server's main, pushed through a server without faults, so that
+// opts' faults count from the test's own first request.
+func httpClient(t *testing.T, cb combo, s *server, opts gitserver.Options) (*client, *gitserver.Server) {
 	c := newClient(t, cb.client, s)
-	c.run("remote", "set-url", "origin", url)
+	setup := httpServer(t, s, gitserver.Options{})
+	c.run("remote", "set-url", "origin", setup.URL(filepath.Base(s.dir)))
 	c.run("config", "--unset", "remote.origin.receivepack")
 	c.run("config", "--unset", "remote.origin.uploadpack")
 	c.commit("a", "a")
 	c.run("push", "-q", "origin", "main")
-	return c
+	setup.Close()
+	srv := httpServer(t, s, opts)
+	c.run("remote", "set-url", "origin", srv.URL(filepath.Base(s.dir)))
+	return c, srv
 }
 
 func TestHTTPUnavailable(t *testing.T) {
@@ -155,12 +59,9 @@ func TestHTTPUnavailable(t *testing.T) {
 		t.Run(cb.name(), func(t *testing.T) {
 			t.Parallel()
 			s := newServer(t, cb.server, cb.backend)
-			f := &faults{}
-			c := httpClient(t, cb, s, newGitHTTP(t, s, f))
+			// The first 3 requests answer 503.
+			c, srv := httpClient(t, cb, s, gitserver.Options{FailStatus: http.StatusServiceUnavailable, FailFirst: 3})
 			head := c.commit("b", "b")
-			f.mu.Lock()
-			f.unavailable = 3
-			f.mu.Unlock()
 			r := c.push(smallPolicy(10), nil, "origin", "main", "main:refs/ci/1")
 			// git itself may spend more than one request per attempt.
 			got := r.classes()
@@ -168,10 +69,7 @@ func TestHTTPUnavailable(t *testing.T) {
 				slices.ContainsFunc(got[:len(got)-1], func(c push.Class) bool { return c != push.ClassTransport }) {
 				t.Fatalf("exit %d, attempts %v, want transport failures then success\n%s", r.code, got, r.stderr)
 			}
-			f.mu.Lock()
-			left := f.unavailable
-			f.mu.Unlock()
-			if left != 0 {
+			if left := 3 - srv.Requests(); left > 0 {
 				t.Errorf("%d 503s left unserved", left)
 			}
 			var te *push.TransportError
@@ -193,12 +91,9 @@ func TestHTTPStall(t *testing.T) {
 		t.Run(cb.name(), func(t *testing.T) {
 			t.Parallel()
 			s := newServer(t, cb.server, cb.backend)
-			f := &faults{}
-			c := httpClient(t, cb, s, newGitHTTP(t, s, f))
+			// The first request, the advertisement, stalls half-way.
+			c, _ := httpClient(t, cb, s, gitserver.Options{Stall: 1})
 			head := c.commit("b", "b")
-			f.mu.Lock()
-			f.stall = true
-			f.mu.Unlock()
 			r := c.push(smallPolicy(5), func(p *push.Runner) {
 				p.StallFloor = push.StallFloor{Limit: 1000, Time: time.Second}
 			}, "origin", "main")
@@ -238,29 +133,24 @@ func TestHTTPDropAfterApply(t *testing.T) {
 			t.Run(cb.name()+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				s := newServer(t, cb.server, cb.backend)
-				f := &faults{noKeepAlive: !tc.keepAlive}
-				c := httpClient(t, cb, s, newGitHTTP(t, s, f))
+				// The first receive-pack POST runs to completion, then its connection
+				// closes unanswered.
+				c, srv := httpClient(t, cb, s, gitserver.Options{NoKeepAlive: !tc.keepAlive, DownAfterDrop: tc.down,
+					PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultDrop, Apply: true}}})
 				base := c.run("rev-parse", "HEAD")
 				head := c.commit("b", "b")
 				c.run("tag", "-a", "-m", "build", "v1")
-				f.mu.Lock()
-				f.drop, f.downAfterDrop = 1, tc.down
-				f.mu.Unlock()
 				postsAfterFirst := -1
 				r := c.push(smallPolicy(4), func(p *push.Runner) {
 					record := p.OnAttempt
 					p.OnAttempt = func(a retry.Attempt) {
 						record(a)
 						if a.Number == 1 {
-							f.mu.Lock()
-							postsAfterFirst = -f.receivePosts
-							f.mu.Unlock()
+							postsAfterFirst = -srv.ReceivePacks()
 						}
 					}
 				}, "--porcelain", "--force-with-lease=main:"+base, "origin", "main", "v1")
-				f.mu.Lock()
-				postsAfterFirst += f.receivePosts
-				f.mu.Unlock()
+				postsAfterFirst += srv.ReceivePacks()
 				if r.code != 0 || r.err != nil {
 					t.Fatalf("exit %d, err %v, attempts %v\nstdout:\n%s\nstderr:\n%s", r.code, r.err, r.classes(), r.stdout, r.stderr)
 				}
@@ -317,14 +207,10 @@ func TestStallFloorOnlyWhenUnset(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := newServer(t, cur, "files")
-			f := &faults{}
-			url := newGitHTTP(t, s, f)
-			c := httpClient(t, cb, s, url)
+			c, srv := httpClient(t, cb, s, gitserver.Options{Stall: 1})
+			url := srv.URL(filepath.Base(s.dir))
 			c.commit("b", "b")
 			env := configure(c, url)
-			f.mu.Lock()
-			f.stall = true
-			f.mu.Unlock()
 			start := time.Now()
 			// A floor of an hour from refretry would hang here; the caller's second wins.
 			r := c.push(smallPolicy(3), func(p *push.Runner) {
