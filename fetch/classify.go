@@ -116,6 +116,9 @@ func Classify(exitCode int, stderr []byte) *Error {
 	switch {
 	case first != nil:
 		e.Class, e.Message = first.class, first.line
+		if e.Class == ClassTransport {
+			e.Wait = gitmsg.ReadTransport(stderr).RetryAfter
+		}
 	case lock != nil:
 		e.Class, e.Message, e.Cause = lock.class, lock.line, locked
 	case race != nil:

@@ -39,7 +39,13 @@ type Error struct {
 	// Message is the line of git's that decided the class.
 	Message string
 	Cause   error
+	// Wait is how long the server asked to wait before the next request (a 429's
+	// Retry-After, as git 2.54+ reports it); 0 when it did not say.
+	Wait time.Duration
 }
+
+// RetryAfter is Wait: the retry loop starts no attempt sooner (retry.Waiter).
+func (e *Error) RetryAfter() time.Duration { return e.Wait }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("git fetch exited %d (%s): %s", e.ExitCode, e.Class, e.Message)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/repo"
-	"github.com/refretry/refretry/internal/stall"
+	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/transaction"
 )
@@ -37,11 +37,13 @@ type Runner struct {
 	Stderr io.Writer
 
 	// StallFloor is given to git unless the caller configured one; the zero value
-	// means internal/stall's default.
-	StallFloor stall.Floor
+	// means internal/httpconf's default.
+	StallFloor httpconf.Floor
 
 	// Settings supplies the retry schedule and budget and the stale-lock settings.
-	// It is called at most once, after the first failure that may be retried. nil
+	// It is called at most once: after the first failure that may be retried, or
+	// before the first attempt when git waits on a server's Retry-After itself (an HTTP
+	// remote, git 2.54+), since the budget bounds that wait. nil
 	// means retry.DefaultPolicy and transaction.DefaultStaleAfter.
 	Settings func() (transaction.Settings, error)
 	// BreakStaleLocks removes a local lock found stale and fetches again, as
@@ -67,14 +69,31 @@ func (p *Runner) Run(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return 128, err
 	}
-	env := stall.Env(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), p.StallFloor)
-	env = gitexec.WithLockWait(env, gitexec.FirstLockWait)
+	http := httpconf.Look(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), p.StallFloor)
+	env := gitexec.WithLockWait(http.Env(p.Env), gitexec.FirstLockWait)
 	settings := sync.OnceValues(func() (transaction.Settings, error) {
 		if p.Settings == nil {
 			return transaction.Settings{Policy: retry.DefaultPolicy(), StaleAfter: transaction.DefaultStaleAfter}, nil
 		}
 		return p.Settings()
 	})
+	clock := p.Clock
+	if clock == nil {
+		clock = retry.SystemClock{}
+	}
+	start := clock.Now()
+	// left is what the budget leaves for git's own waits on a 429's Retry-After,
+	// which need the settings before the first attempt; 0 when git makes none.
+	left := func() time.Duration {
+		if !http.RateLimited() {
+			return 0
+		}
+		s, err := settings()
+		if err != nil || s.Policy.Timeout <= 0 {
+			return 0
+		}
+		return max(s.Policy.Timeout-clock.Now().Sub(start), time.Second)
+	}
 	var last gitexec.Captured
 	retrier := &retry.Retrier{
 		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
@@ -92,7 +111,7 @@ func (p *Runner) Run(ctx context.Context, args []string) (int, error) {
 	}
 	_, err = retrier.Do(ctx, func(ctx context.Context, n int) error {
 		var runErr error
-		last, runErr = p.attempt(ctx, env, args, stdin)
+		last, runErr = p.attempt(ctx, http.Attempt(env, left()), args, stdin)
 		if runErr != nil {
 			return runErr
 		}

@@ -511,3 +511,56 @@ func TestHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPRateLimit: a server answering 429 with Retry-After. git 2.55 waits as asked
+// within the attempt (refretry turns git's 429 handling on, bounded by its budget), and
+// when the server keeps refusing past git's retries, refretry's next attempt starts no
+// sooner than the server asked. git 2.39 knows no Retry-After: refretry retries on its
+// own schedule.
+func TestHTTPRateLimit(t *testing.T) {
+	t.Parallel()
+	cur, old := testutil.NewGit(t), testutil.SystemGit(t)
+	cases := []struct {
+		name      string
+		g         testutil.Git
+		failFirst int
+		want      []fetch.Class
+		minWall   time.Duration // at least what the server asked for, in all
+		minDelay  time.Duration // refretry's own wait after the first attempt
+	}{
+		{"2.55, one 429 with Retry-After 2", cur, 1, []fetch.Class{"ok"}, 2 * time.Second, 0},
+		// git asks 3 times (http.maxRetries), waiting 1 s twice, then says so.
+		{"2.55, three 429s with Retry-After 1", cur, 3, []fetch.Class{fetch.ClassTransport, "ok"}, 3 * time.Second, time.Second},
+		{"2.39, one 429", old, 1, []fetch.Class{fetch.ClassTransport, "ok"}, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, combo{tc.g, "files"})
+			retryAfter := "2"
+			if tc.failFirst > 1 {
+				retryAfter = "1"
+			}
+			s, err := gitserver.Start(tc.g.Path, w.root, gitserver.Options{FailStatus: 429, FailFirst: tc.failFirst, RetryAfter: retryAfter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			start := time.Now()
+			r := w.run(nil, s.URL("remote.git"), "+refs/heads/*:refs/remotes/origin/*")
+			wall := time.Since(start)
+			if r.code != 0 || !slices.Equal(r.classes(), tc.want) {
+				t.Fatalf("exit %d, attempts %v, want %v\n%s", r.code, r.classes(), tc.want, r.stderr)
+			}
+			if wall < tc.minWall {
+				t.Errorf("done in %v: the server asked for %v in all", wall, tc.minWall)
+			}
+			if len(r.attempts) > 1 && r.attempts[0].Delay < tc.minDelay {
+				t.Errorf("waited %v before attempt 2, the server asked for %v", r.attempts[0].Delay, tc.minDelay)
+			}
+			if b := w.behind(); b != 0 {
+				t.Errorf("%d remote-tracking refs differ from the remote", b)
+			}
+		})
+	}
+}

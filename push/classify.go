@@ -284,7 +284,7 @@ func describe(s RefStatus) string {
 func transportFailure(stderr []byte) (te *TransportError, auth bool) {
 	t := gitmsg.ReadTransport(stderr)
 	if t.Line != "" {
-		te = &TransportError{HTTPStatus: t.HTTPStatus, Message: t.Line}
+		te = &TransportError{HTTPStatus: t.HTTPStatus, Message: t.Line, Wait: t.RetryAfter}
 	}
 	return te, t.Auth
 }

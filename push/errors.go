@@ -103,9 +103,15 @@ func (e *MovedError) Error() string {
 type TransportError struct {
 	HTTPStatus int    // 0 when none was reported
 	Message    string // git's line that showed it
+	// Wait is how long the server asked to wait (a 429's Retry-After, as git 2.54+
+	// reports it); 0 when it did not say.
+	Wait time.Duration
 }
 
 func (e *TransportError) Error() string { return e.Message }
+
+// RetryAfter is Wait: the retry loop starts no attempt sooner (retry.Waiter).
+func (e *TransportError) RetryAfter() time.Duration { return e.Wait }
 
 // ErrGitNotFound is matched (errors.Is) by the error returned when git cannot be
 // started: a *StartError.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refretry/refretry/internal/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
 )
@@ -209,8 +210,8 @@ func TestRebaseConcurrent(t *testing.T) {
 	}
 }
 
-// TestRebaseConflict: a rebase that conflicts is aborted and leaves the branch, HEAD
-// and the work tree as they were.
+// TestRebaseConflict: a replay that conflicts changes nothing locally (no rebase to
+// abort: the commits are replayed without the work tree) and says which files.
 func TestRebaseConflict(t *testing.T) {
 	t.Parallel()
 	for _, cb := range combos(t) {
@@ -231,8 +232,8 @@ func TestRebaseConflict(t *testing.T) {
 
 			r := c.push(smallPolicy(10), func(p *push.Runner) { p.Rebase = true }, "origin", "main")
 			var re *push.RebaseError
-			if !errors.As(r.err, &re) || !re.Conflict || !re.Restored || re.Onto != theirs || re.Orig != mine {
-				t.Fatalf("err = %#v, want a restored rebase conflict onto %s", r.err, theirs)
+			if !errors.As(r.err, &re) || !re.Conflict || re.Onto != theirs || re.Orig != mine || !slices.Equal(re.Paths, []string{"f"}) {
+				t.Fatalf("err = %#v, want a conflict in f replaying %s onto %s", r.err, mine, theirs)
 			}
 			if r.code != 1 {
 				t.Errorf("exit %d, want 1", r.code)
@@ -246,32 +247,49 @@ func TestRebaseConflict(t *testing.T) {
 			if got := c.run("status", "--porcelain=v1", "--ignored"); got != status {
 				t.Errorf("work tree status %q, was %q", got, status)
 			}
-			if got := c.run("rev-parse", "--git-path", "rebase-merge"); fileExists(c.dir, got) {
-				t.Errorf("a rebase is still in progress")
-			}
 			if got := s.ref("refs/heads/main"); got != theirs {
 				t.Errorf("server main = %s, want %s", got, theirs)
 			}
-			if !strings.Contains(re.Error(), "conflict") {
-				t.Errorf("message %q does not say conflict", re.Error())
-			}
-
-			// A dirty work tree: the rebase does not start, and nothing changes.
-			dirty := filepath.Join(c.dir, "f")
-			if err := os.WriteFile(dirty, []byte("uncommitted\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			r = c.push(smallPolicy(10), func(p *push.Runner) { p.Rebase = true }, "origin", "main")
-			re = nil
-			if !errors.As(r.err, &re) || re.Conflict || !re.Restored || r.code != 1 {
-				t.Fatalf("dirty: exit %d, err %#v, want a rebase that did not start", r.code, r.err)
-			}
-			if b, _ := os.ReadFile(dirty); string(b) != "uncommitted\n" {
-				t.Errorf("the uncommitted change is gone: %q", b)
-			}
-			if got := c.run("rev-parse", "HEAD"); got != mine {
-				t.Errorf("dirty: HEAD = %s, want %s", got, mine)
+			if !strings.Contains(re.Error(), "conflict in f") || !strings.Contains(re.Error(), "nothing was changed locally") {
+				t.Errorf("message %q does not say what conflicted and that nothing changed", re.Error())
 			}
 		})
+	}
+}
+
+// TestRebaseDirtyWorkTree: the replay lands even when the work tree cannot follow (an
+// uncommitted change in a file the remote changed): the rebased commit is pushed in
+// place of the branch's, and the branch, HEAD and the uncommitted change stay.
+func TestRebaseDirtyWorkTree(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	s := newServer(t, g, "files")
+	c := newClient(t, g, s)
+	c.commit("f", "base\n")
+	c.run("push", "-q", "origin", "main")
+	other := cloneOf(t, g, s)
+	other.commit("f", "theirs\n")
+	other.run("push", "-q", "origin", "main")
+	mine := c.commit("g", "mine\n")
+	dirty := filepath.Join(c.dir, "f")
+	if err := os.WriteFile(dirty, []byte("uncommitted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := c.push(smallPolicy(10), func(p *push.Runner) { p.Rebase = true }, "origin", "main")
+	if r.code != 0 || r.err != nil {
+		t.Fatalf("exit %d, err %v\n%s", r.code, r.err, r.stderr)
+	}
+	if b, _ := os.ReadFile(dirty); string(b) != "uncommitted\n" {
+		t.Errorf("the uncommitted change is gone: %q", b)
+	}
+	if got := c.run("rev-parse", "HEAD"); got != mine {
+		t.Errorf("HEAD = %s, want %s", got, mine)
+	}
+	tip := s.ref("refs/heads/main")
+	if got := gitRun(t, g.Path, s.dir, s.env, "log", "--format=%s", "-2", tip); got != "add g\nadd f" {
+		t.Errorf("server main: %q", got)
+	}
+	if len(r.notes) == 0 || !strings.Contains(r.notes[len(r.notes)-1], "main stays at "+mine[:12]) {
+		t.Errorf("notes %q do not say the branch stayed", r.notes)
 	}
 }

@@ -2,8 +2,8 @@ package push
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -12,40 +12,43 @@ import (
 	"github.com/refretry/refretry/internal/text"
 )
 
-// RebaseError says that rebasing the local commits onto the remote tip failed. The
-// rebase was aborted; Restored says whether HEAD and the branch were verified to be
-// back where they were.
+// RebaseError says that the pushed commits could not be put on the remote's new tip.
+// Nothing local changed: the replay writes new objects only, and the branch, HEAD and
+// the work tree are moved only after it succeeded.
 type RebaseError struct {
-	Branch   string // the checked-out branch, "refs/heads/…"
-	Onto     string // the remote tip the rebase tried
-	Orig     string // the commit the branch was at before the rebase
-	Conflict bool   // the rebase stopped on a conflict (otherwise it did not start)
-	Restored bool
-	Output   string // git rebase's output
+	From     string   // the pushed source, as git printed it ("HEAD", "refs/heads/main", a commit)
+	Onto     string   // the remote tip the commits were replayed onto
+	Orig     string   // the commit the source named
+	Conflict bool     // a commit's changes conflicted with the remote's
+	Paths    []string // the conflicting paths
+	Output   string   // why, when it was not a conflict
 }
 
 func (e *RebaseError) Error() string {
-	b := strings.TrimPrefix(e.Branch, "refs/heads/")
-	what := "could not start"
+	what := "could not be done"
 	if e.Conflict {
-		what = "stopped on a conflict and was aborted"
+		what = "stopped on a conflict"
+		if len(e.Paths) > 0 {
+			what += " in " + strings.Join(e.Paths, ", ")
+		}
 	}
-	msg := fmt.Sprintf("rebase of %s onto the remote tip %s %s", b, short(e.Onto), what)
-	if e.Restored {
-		msg += fmt.Sprintf("; %s is at %s as before", b, short(e.Orig))
-	} else {
-		msg += fmt.Sprintf("; %s could NOT be verified to be back at %s, check the repository", b, short(e.Orig))
-	}
-	if line := gitmsg.LastMessage([]byte(e.Output)); e.Output != "" && line != "no message" {
-		msg += " (" + line + ")"
+	msg := fmt.Sprintf("rebase of %s onto the remote tip %s %s; nothing was changed locally (%s is still %s)",
+		shortRef(e.From), short(e.Onto), what, shortRef(e.From), short(e.Orig))
+	if e.Output != "" {
+		msg += " (" + gitmsg.LastMessage([]byte(e.Output)) + ")"
 	}
 	return msg
 }
 
-// rebaseTarget returns the ref to rebase when e can be cured by a rebase: exactly one
-// ref behind the remote, pushed from the checked-out branch (by name or as HEAD), and
-// every other rejected ref only collateral or lock contention.
-func (p *Runner) rebaseTarget(ctx context.Context, e *Error) *RefStatus {
+// cure is what to do before the next attempt of a push that was behind the remote.
+type cure struct {
+	ref RefStatus // the ref that was behind
+}
+
+// cureTarget returns the cure for e when a rebase or a regeneration can help: exactly
+// one ref behind the remote, and every other rejected ref only collateral, lock
+// contention or a transport failure.
+func (p *Runner) cureTarget(e *Error) *cure {
 	var target *RefStatus
 	for i, c := range e.classes {
 		switch c {
@@ -55,97 +58,190 @@ func (p *Runner) rebaseTarget(ctx context.Context, e *Error) *RefStatus {
 				return nil
 			}
 			target = &e.Refs[i]
-		case "", ClassLockContention, ClassTransport:
+		case "", ClassLockContention, ClassTransport, ClassRace, ClassUnknown:
 		default:
 			return nil
 		}
 	}
-	if target == nil {
+	if target == nil || target.From == "" { // a deletion is never behind
 		return nil
 	}
-	branch, err := p.output(ctx, p.Env, "symbolic-ref", "-q", "HEAD")
-	if err != nil {
-		p.notify("--rebase: HEAD is not on a branch; not rebasing")
-		return nil
-	}
-	if target.From != "HEAD" && target.From != branch {
-		p.notify(fmt.Sprintf("--rebase: %s is not the checked-out branch %s; not rebasing", target.From, branch))
-		return nil
-	}
-	return target
+	return &cure{ref: *target}
 }
 
-// rebase fetches the remote's value of s.To and rebases the checked-out branch onto
-// it. A transport failure of the fetch is returned as a retryable *Error; a failed
-// rebase is aborted and returned as a *RebaseError.
-func (p *Runner) rebase(ctx context.Context, env []string, args Args, url string, s RefStatus) error {
+// applyCure fetches the remote's tip of the ref that was behind and puts this push's
+// commits on it: replayed (Rebase), or made again by the caller's command
+// (Regenerate; also when the replay conflicts). It may rewrite args (a commit given by
+// its name is pushed as the new one). done is true when there is nothing left to push.
+// A transport failure of the fetch is a retryable *Error; a failed rebase is a
+// *RebaseError, a failed command a *RegenerateError.
+func (p *Runner) applyCure(ctx context.Context, env []string, args *Args, url string, c cure) (done bool, err error) {
+	onto, err := p.fetchTip(ctx, env, *args, url, c.ref.To)
+	if err != nil {
+		return false, err
+	}
+	src := p.revParse(ctx, p.Env, c.ref.From+"^{commit}")
+	if src == "" {
+		return false, &RebaseError{From: c.ref.From, Onto: onto, Output: "cannot read " + c.ref.From}
+	}
+	if p.Rebase {
+		tip, err := p.replay(ctx, p.Env, src, onto)
+		if err == nil {
+			return false, p.adopt(ctx, args, c.ref, src, tip, onto)
+		}
+		re := &RebaseError{From: c.ref.From, Onto: onto, Orig: src}
+		var conflict *replayConflict
+		if errors.As(err, &conflict) {
+			re.Conflict, re.Paths = true, conflict.paths
+		} else {
+			re.Output = err.Error()
+		}
+		if p.Regenerate == "" {
+			return false, re
+		}
+		p.notify(re.Error() + "; running the --regenerate command instead")
+	}
+	return p.regenerate(ctx, args, c.ref, src, onto)
+}
+
+// fetchTip fetches the remote's value of ref and returns it.
+func (p *Runner) fetchTip(ctx context.Context, env []string, args Args, url, ref string) (string, error) {
 	remote := args.Remote
 	if remote == "" {
 		remote = url
 	}
-	cmd := p.command(ctx, env, "fetch", "-q", "--no-tags", remote, s.To)
+	cmd := p.command(ctx, env, "fetch", "-q", "--no-tags", remote, ref)
 	var fetchErr gitexec.Capped
 	cmd.Stderr = &fetchErr
 	if err := cmd.Run(); err != nil {
 		code, _ := gitexec.ExitCode(cmd.ProcessState)
-		e := &Error{ExitCode: code, Class: ClassOther, Message: "fetch before rebase: " + gitmsg.LastMessage(fetchErr.Bytes())}
+		e := &Error{ExitCode: code, Class: ClassOther, Message: "fetch of the remote tip: " + gitmsg.LastMessage(fetchErr.Bytes())}
 		if te, auth := transportFailure(fetchErr.Bytes()); te != nil && !auth {
 			e.Class, e.Cause = ClassTransport, te
 		}
-		return e
+		return "", e
 	}
-	onto, err := p.output(ctx, p.Env, "rev-parse", "--verify", "-q", "FETCH_HEAD^{commit}")
-	if err != nil {
-		return &Error{ExitCode: 128, Class: ClassOther, Message: "fetch before rebase: FETCH_HEAD is not a commit"}
+	onto := p.revParse(ctx, p.Env, "FETCH_HEAD^{commit}")
+	if onto == "" {
+		return "", &Error{ExitCode: 128, Class: ClassOther, Message: "fetch of the remote tip: FETCH_HEAD is not a commit"}
 	}
-	branch, _ := p.output(ctx, p.Env, "symbolic-ref", "-q", "HEAD")
-	orig, err := p.output(ctx, p.Env, "rev-parse", "--verify", "-q", "HEAD")
-	if err != nil {
-		return &RebaseError{Branch: branch, Onto: onto, Output: "cannot read HEAD"}
-	}
-	reb := p.command(ctx, append(p.Env, "GIT_EDITOR=:", "GIT_SEQUENCE_EDITOR=:"), "rebase", "-q", onto)
-	var out gitexec.Capped
-	reb.Stdout, reb.Stderr = &out, &out
-	if reb.Run() == nil {
-		p.notify(fmt.Sprintf("rebased %s onto the remote tip %s", strings.TrimPrefix(branch, "refs/heads/"), short(onto)))
-		return nil
-	}
-	re := &RebaseError{Branch: branch, Onto: onto, Orig: orig, Output: out.String()}
-	if p.rebaseInProgress(ctx) {
-		re.Conflict = true
-		abort := p.command(ctx, p.Env, "rebase", "--abort")
-		abort.Stdout, abort.Stderr = &out, &out
-		_ = abort.Run() // the checks below say whether it worked
-	}
-	nowBranch, _ := p.output(ctx, p.Env, "symbolic-ref", "-q", "HEAD")
-	nowHead, _ := p.output(ctx, p.Env, "rev-parse", "--verify", "-q", "HEAD")
-	re.Restored = nowBranch == branch && nowHead == orig && !p.rebaseInProgress(ctx)
-	return re
+	return onto, nil
 }
 
-// rebaseInProgress reports whether a rebase is stopped in the repository.
-func (p *Runner) rebaseInProgress(ctx context.Context) bool {
-	for _, dir := range []string{"rebase-merge", "rebase-apply"} {
-		path, err := p.output(ctx, p.Env, "rev-parse", "--path-format=absolute", "--git-path", dir)
-		if err != nil {
+// adopt makes the next attempt push tip in place of src, which the push named as
+// s.From: the checked-out commit (HEAD, or the checked-out branch) moves to tip with
+// the index and work tree (`git reset --keep`, which keeps uncommitted changes or
+// refuses); another local branch is moved to tip; anything else (a commit's name,
+// HEAD whose work tree could not follow) stays as it was, and the refspec that named
+// it is rewritten to push tip.
+func (p *Runner) adopt(ctx context.Context, args *Args, s RefStatus, src, tip, onto string) error {
+	how := "rebased"
+	if tip == onto {
+		how = "found every commit already on"
+	}
+	branch, _ := p.output(ctx, p.Env, "symbolic-ref", "-q", "HEAD")
+	full := p.fullRef(ctx, s.From)
+	switch {
+	case s.From == "HEAD" || (branch != "" && full == branch):
+		if p.revParse(ctx, p.Env, "HEAD") == src && p.resetKeep(ctx, tip) {
+			name := "HEAD"
+			if branch != "" {
+				name = branch
+			}
+			p.notify(fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(name), short(onto)))
+			return nil
+		}
+	case strings.HasPrefix(full, "refs/heads/"):
+		if p.command(ctx, p.Env, "update-ref", "-m", "refretry push --rebase", full, tip, src).Run() == nil {
+			p.notify(fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(full), short(onto)))
+			return nil
+		}
+	}
+	if !args.replaceSource(s, tip) {
+		return &RebaseError{From: s.From, Onto: onto, Orig: src,
+			Output: "no refspec among the arguments names " + s.From + ", so the rebased commit cannot be pushed in its place"}
+	}
+	p.notify(fmt.Sprintf("%s %s onto the remote tip %s as %s; pushing that commit, %s stays at %s",
+		how, shortRef(s.From), short(onto), short(tip), shortRef(s.From), short(src)))
+	return nil
+}
+
+// resetKeep moves HEAD (the branch it is on, or HEAD itself when detached) to tip with
+// the index and the work tree, keeping uncommitted changes; false when git refuses
+// (a change in a file that differs between the two) and nothing moved.
+func (p *Runner) resetKeep(ctx context.Context, tip string) bool {
+	cmd := p.command(ctx, p.Env, "reset", "-q", "--keep", tip)
+	var out gitexec.Capped
+	cmd.Stdout, cmd.Stderr = &out, &out
+	return cmd.Run() == nil
+}
+
+// fullRef is the full name of rev when it names a ref ("main" → "refs/heads/main"),
+// else "".
+func (p *Runner) fullRef(ctx context.Context, rev string) string {
+	if strings.HasPrefix(rev, "refs/") {
+		return rev
+	}
+	full, err := p.output(ctx, p.Env, "rev-parse", "--symbolic-full-name", rev)
+	if err != nil || !strings.HasPrefix(full, "refs/") || strings.Contains(full, "\n") {
+		return ""
+	}
+	return full
+}
+
+// replaceSource rewrites the refspec among the arguments that pushed s (its source as
+// git printed it, or that source's short branch or tag name) to push commit instead,
+// keeping its destination and its force flag. It reports whether one was found.
+func (a *Args) replaceSource(s RefStatus, commit string) bool {
+	for i := a.refspecStart(); i >= 0 && i < len(a.Raw); i++ {
+		spec := a.Raw[i]
+		force := strings.HasPrefix(spec, "+")
+		src, dst, hasDst := strings.Cut(strings.TrimPrefix(spec, "+"), ":")
+		if src != s.From && "refs/heads/"+src != s.From && "refs/tags/"+src != s.From {
 			continue
 		}
-		if isDir(path) {
-			return true
+		if !hasDst || dst == "" {
+			dst = s.To
 		}
+		spec = commit + ":" + dst
+		if force {
+			spec = "+" + spec
+		}
+		raw := append([]string(nil), a.Raw...)
+		raw[i] = spec
+		a.Raw = raw
+		return true
 	}
 	return false
 }
+
+// refspecStart is the index in Raw of the first refspec, after the options and the
+// repository; -1 when there is no repository argument.
+func (a *Args) refspecStart() int {
+	for i := 0; i < len(a.Raw); i++ {
+		arg := a.Raw[i]
+		switch {
+		case arg == "--":
+			if i+1 < len(a.Raw) {
+				return i + 2
+			}
+			return -1
+		case optionsWithValue[arg]:
+			i++
+		case !strings.HasPrefix(arg, "-") || arg == "-":
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// shortRef is ref without refs/heads/.
+func shortRef(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
 
 // output runs git and returns its trimmed standard output.
 func (p *Runner) output(ctx context.Context, env []string, args ...string) (string, error) {
 	out, err := p.command(ctx, env, args...).Output()
 	return strings.TrimSpace(string(out)), err
-}
-
-func isDir(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
 }
 
 // Exit is what `refretry push --rebase` exits with when the rebase failed.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"sync"
+	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
-	"github.com/refretry/refretry/internal/stall"
+	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/retry"
 )
 
@@ -23,15 +25,25 @@ type Runner struct {
 	// NoAtomic leaves out --atomic, so that refs the server accepts are updated even
 	// when others fail. The caller's own --atomic or --no-atomic always wins.
 	NoAtomic bool
-	// Rebase rebases the checked-out branch onto the remote tip when the push is
-	// rejected as non-fast-forward or "fetch first", and pushes again.
+	// Rebase, when the push is rejected because the remote moved the ref (non-fast-
+	// forward, fetch first, or the server's compare-and-swap failed), replays the
+	// pushed commits onto the remote's new tip and pushes again: from a branch, a
+	// detached HEAD or a commit given by name (rebase.go says what moves).
 	Rebase bool
+	// Regenerate, when not empty, is a shell command that makes the job's commit
+	// again: on such a rejection (or when Rebase's replay conflicts) the checked-out
+	// commit and the work tree are reset to the remote's tip, the command runs at the
+	// top of the work tree, and what it changed is committed with the job's author and
+	// message and pushed (regenerate.go). The job's own commit is kept at OriginalRef.
+	Regenerate string
 	// StallFloor is given to git unless the caller configured one; the zero value
 	// means DefaultStallFloor.
 	StallFloor StallFloor
 
-	// Policy supplies the retry schedule and budget. It is called at most once, after
-	// the first failure that may be retried. nil means retry.DefaultPolicy.
+	// Policy supplies the retry schedule and budget. It is called at most once: after
+	// the first failure that may be retried, or before the first attempt when git waits
+	// on a server's Retry-After itself (an HTTP remote, git 2.54+), since the budget
+	// bounds that wait. nil means retry.DefaultPolicy.
 	Policy func() (retry.Policy, error)
 	// OnAttempt, if set, is called after every attempt. Attempt.Err is a *Error or a
 	// *RebaseError.
@@ -57,44 +69,70 @@ type Runner struct {
 // a *StartError (matching ErrGitNotFound).
 func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 	args := ParseArgs(rawArgs)
-	env := stall.Env(ctx, p.git(), p.Dirs, p.Env, args.Remote, p.StallFloor)
+	http := httpconf.Look(ctx, p.git(), p.Dirs, p.Env, args.Remote, p.StallFloor)
+	env := http.Env(p.Env)
+	policy := sync.OnceValues(func() (retry.Policy, error) {
+		if p.Policy == nil {
+			return retry.DefaultPolicy(), nil
+		}
+		return p.Policy()
+	})
+	clock := p.Clock
+	if clock == nil {
+		clock = retry.SystemClock{}
+	}
+	start := clock.Now()
+	// left is what the budget leaves for git's own waits on a 429's Retry-After,
+	// which need the policy before the first attempt; 0 when git makes none.
+	left := func() time.Duration {
+		if !http.RateLimited() {
+			return 0
+		}
+		pol, err := policy()
+		if err != nil || pol.Timeout <= 0 {
+			return 0
+		}
+		return max(pol.Timeout-clock.Now().Sub(start), time.Second)
+	}
 	var (
 		last       gitexec.Captured
 		unknown    bool        // an attempt's outcome is unsure (Class.unsure): it may have been applied
 		named      []RefStatus // the refs the latest attempt named, for verification
 		url        string      // the remote's URL, from the porcelain
-		rebaseNext *RefStatus  // the ref to rebase before the next attempt
+		cureNext   *cure       // what to do before the next attempt (rebase, regenerate)
 		verified   bool
+		nothing    bool // --regenerate found the job's result on the remote already
 	)
+	cures := p.Rebase || p.Regenerate != ""
 	retrier := &retry.Retrier{
 		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
 			var e *Error
-			if errors.As(err, &e) && (e.Class.Retryable() || (e.Class == ClassBehind && rebaseNext != nil)) {
+			if errors.As(err, &e) && (e.Class.Retryable() || (e.Class == ClassBehind && cureNext != nil)) {
 				return retry.Transient
 			}
 			return retry.Permanent
 		}),
 		Clock: p.Clock, Rand: p.Rand, OnAttempt: p.OnAttempt,
-		Resolve: func() (retry.Policy, error) {
-			if p.Policy == nil {
-				return retry.DefaultPolicy(), nil
-			}
-			return p.Policy()
-		},
+		Resolve: policy,
 	}
 	_, err := retrier.Do(ctx, func(ctx context.Context, n int) error {
 		if unknown && len(named) > 0 && p.verify(ctx, env, args, url, named) {
 			verified = true
 			return nil
 		}
-		if rebaseNext != nil {
-			if err := p.rebase(ctx, env, args, url, *rebaseNext); err != nil {
+		if cureNext != nil {
+			done, err := p.applyCure(ctx, env, &args, url, *cureNext)
+			if err != nil {
 				return err
 			}
-			rebaseNext = nil
+			cureNext = nil
+			if done {
+				nothing = true
+				return nil
+			}
 		}
 		var runErr error
-		last, runErr = p.attempt(ctx, env, args)
+		last, runErr = p.attempt(ctx, http.Attempt(env, left()), args)
 		if runErr != nil {
 			return runErr
 		}
@@ -119,8 +157,8 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 			// sent this one twice and the first copy was applied.
 			verified = true
 			return nil
-		case e.Class == ClassBehind && p.Rebase:
-			rebaseNext = p.rebaseTarget(ctx, e)
+		case e.Class == ClassBehind && cures:
+			cureNext = p.cureTarget(e)
 		}
 		return e
 	})
@@ -132,6 +170,10 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 		return 128, err
 	}
 	p.Report = ParsePorcelain(last.Stdout)
+	if nothing {
+		p.Report = Report{}
+		return 0, nil
+	}
 	if verified {
 		p.notify("the remote already holds every pushed value (an earlier attempt was applied, its answer lost)")
 		p.Report = p.writeVerified(args, url, named)
@@ -147,7 +189,7 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 	if errors.As(err, &e) {
 		return e.ExitCode, err
 	}
-	return 1, err // a rebase failure: the push stays rejected, as git's exit code 1
+	return 1, err // a rebase or regeneration failure: the push stays rejected, as git's exit code 1
 }
 
 func (p *Runner) git() string {

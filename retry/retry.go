@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -36,6 +37,14 @@ const (
 	ReasonAttempts Reason = "max-attempts" // the attempt cap was reached
 	ReasonCanceled Reason = "canceled"     // the context was done
 )
+
+// Waiter is implemented by an error that says how long to wait before trying again
+// (an HTTP server's Retry-After): the next attempt starts no sooner, even past
+// Policy.MaxDelay; when the budget does not allow that wait, the loop gives up at once
+// (ReasonDeadline) instead of trying early. [Retrier.Do] finds it with errors.As.
+type Waiter interface {
+	RetryAfter() time.Duration
+}
 
 // ExhaustedError is returned when the last failure was transient but no further attempt
 // was allowed. It wraps the last failure.
@@ -126,6 +135,10 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt i
 			sched = schedule(policy, clock)
 		}
 		delay := min(Jitter(sched.NextBackOff(), policy.Jitter, random()), policy.MaxDelay)
+		var w Waiter
+		if errors.As(err, &w) && w.RetryAfter() > delay {
+			delay = w.RetryAfter() // what the server asked for, past MaxDelay if need be
+		}
 		reason := stop(ctx, policy, n, end, start, delay)
 		if reason != "" {
 			a.Final = true

@@ -292,3 +292,35 @@ func TestMaxDelayCapsJitter(t *testing.T) {
 		t.Errorf("sleeps %v: the schedule never reached MaxDelay, so the cap went untested", clock.sleeps)
 	}
 }
+
+// waitErr is a transient failure whose server asked to wait.
+type waitErr struct{ wait time.Duration }
+
+func (e waitErr) Error() string             { return "rate limited" }
+func (e waitErr) Unwrap() error             { return errBusy }
+func (e waitErr) RetryAfter() time.Duration { return e.wait }
+
+// TestDoWaitsAsAsked: an error with RetryAfter makes the next attempt wait at least that
+// long, past MaxDelay; a wait the budget cannot afford ends the loop at once, without
+// sleeping.
+func TestDoWaitsAsAsked(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	r := &retry.Retrier{Policy: policy(), Classifier: retry.ClassifierFunc(classify), Clock: clock}
+	op, _ := failing(clock, 0, waitErr{2 * time.Second}, waitErr{time.Millisecond})
+	if _, err := r.Do(context.Background(), op); err != nil {
+		t.Fatal(err)
+	}
+	if len(clock.sleeps) != 2 || clock.sleeps[0] != 2*time.Second || clock.sleeps[1] != 200*time.Millisecond {
+		t.Errorf("sleeps %v, want [2s 200ms]", clock.sleeps)
+	}
+
+	clock = &fakeClock{now: time.Unix(0, 0)}
+	r = &retry.Retrier{Policy: policy(), Classifier: retry.ClassifierFunc(classify), Clock: clock}
+	op, calls := failing(clock, 0, waitErr{time.Minute})
+	_, err := r.Do(context.Background(), op)
+	var ex *retry.ExhaustedError
+	if !errors.As(err, &ex) || ex.Reason != retry.ReasonDeadline || *calls != 1 || len(clock.sleeps) != 0 {
+		t.Errorf("err %v, %d calls, sleeps %v: want deadline after one attempt, no sleep", err, *calls, clock.sleeps)
+	}
+}

@@ -130,7 +130,7 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 // push and fetch are git's, which kong's own usage line cannot say.
 const usage = `Usage: refretry [options] <git update-ref arguments>
        refretry [options] update-ref <git update-ref arguments>
-       refretry [options] push [--no-atomic] [--rebase] <git push arguments>
+       refretry [options] push [--no-atomic] [--rebase] [--regenerate COMMAND] <git push arguments>
        refretry [options] fetch <git fetch arguments>
        refretry version
        refretry shim install|uninstall [--dir DIR]

@@ -14,5 +14,6 @@ var (
 	_ report.Failure = (*transaction.Error)(nil)
 	_ report.Failure = (*push.Error)(nil)
 	_ report.Failure = (*push.RebaseError)(nil)
+	_ report.Failure = (*push.RegenerateError)(nil)
 	_ report.Failure = (*fetch.Error)(nil)
 )

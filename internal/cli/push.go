@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/refretry/refretry/ci"
@@ -17,19 +18,21 @@ import (
 // retrying remote lock contention and transport failures. Its own options may appear
 // anywhere among git push's before "--"; they are taken out before git sees them.
 type PushCmd struct {
-	NoAtomic bool `help:"Push without --atomic: refs the remote accepts are updated even when others are rejected."`
-	Rebase   bool `help:"When a branch was rejected because the remote moved it, rebase the local commits onto it and push again."`
+	NoAtomic   bool   `help:"Push without --atomic: refs the remote accepts are updated even when others are rejected."`
+	Rebase     bool   `help:"When a branch was rejected because the remote moved it, replay the pushed commits onto the remote's tip and push again (from a branch, a detached HEAD or <commit>:<branch>)."`
+	Regenerate string `help:"When a branch was rejected because the remote moved it (or --rebase conflicts), reset the checked-out commit and work tree to the remote's tip, run this shell command there, commit what it changed with the original commit's author and message, and push again." placeholder:"COMMAND"`
 
 	// Args are git push's arguments, verbatim; Run fills them in, kong never sees them.
 	Args []string `kong:"-"`
 }
 
-// pushOptions are PushCmd's own flags, by spelling, read from its declaration.
+// pushOptions are PushCmd's own options, by spelling, read from its declaration: its
+// bool flags and its string options (which take a value, "--x v" or "--x=v").
 var pushOptions = sync.OnceValue(func() map[string]int {
 	t := reflect.TypeFor[PushCmd]()
 	m := map[string]int{}
 	for i := range t.NumField() {
-		if f := t.Field(i); f.Type.Kind() == reflect.Bool {
+		if f := t.Field(i); f.Type.Kind() == reflect.Bool || f.Type.Kind() == reflect.String {
 			m["--"+flagName(f)] = i
 		}
 	}
@@ -40,18 +43,33 @@ var pushOptions = sync.OnceValue(func() map[string]int {
 // value is git's, whatever it looks like.
 var gitPushValueOptions = []string{"-o", "--push-option", "--receive-pack", "--exec", "--repo"}
 
-// takeOptions sets c's own options from args and returns the rest for git.
-func (c *PushCmd) takeOptions(args []string) []string {
+// takeOptions sets c's own options from args and returns the rest for git. An option
+// that takes a value and has none is a usage error.
+func (c *PushCmd) takeOptions(args []string) ([]string, error) {
 	rest := make([]string, 0, len(args))
 	v := reflect.ValueOf(c).Elem()
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			return append(rest, args[i:]...)
+			return append(rest, args[i:]...), nil
 		}
-		if field, ok := pushOptions()[a]; ok {
-			v.Field(field).SetBool(true)
-			continue
+		name, value, hasValue := strings.Cut(a, "=")
+		if field, ok := pushOptions()[name]; ok {
+			f := v.Field(field)
+			switch {
+			case f.Kind() == reflect.Bool && !hasValue:
+				f.SetBool(true)
+				continue
+			case f.Kind() == reflect.String && hasValue:
+				f.SetString(value)
+				continue
+			case f.Kind() == reflect.String && i+1 < len(args):
+				i++
+				f.SetString(args[i])
+				continue
+			case f.Kind() == reflect.String:
+				return nil, &usageError{msg: "push: " + name + " needs a value"}
+			}
 		}
 		rest = append(rest, a)
 		if slices.Contains(gitPushValueOptions, a) && i+1 < len(args) {
@@ -59,7 +77,7 @@ func (c *PushCmd) takeOptions(args []string) []string {
 			rest = append(rest, args[i])
 		}
 	}
-	return rest
+	return rest, nil
 }
 
 // Run runs the push.
@@ -68,12 +86,15 @@ func (c *PushCmd) Run(in *invocation) error {
 	if err := in.check(); err != nil {
 		return err
 	}
-	rest := c.takeOptions(c.Args)
+	rest, err := c.takeOptions(c.Args)
+	if err != nil {
+		return err
+	}
 	lg := in.log("push")
 	p := &push.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
 		Stdout: in.s.Stdout, Stderr: lg.Stderr(),
-		NoAtomic: c.NoAtomic, Rebase: c.Rebase,
+		NoAtomic: c.NoAtomic, Rebase: c.Rebase, Regenerate: c.Regenerate,
 		Policy: func() (retry.Policy, error) {
 			st, err := in.settings()
 			return st.Policy, err

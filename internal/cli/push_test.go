@@ -25,9 +25,32 @@ func TestPushTakeOptions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var c PushCmd
-		rest := c.takeOptions(tc.args)
-		if c.NoAtomic != tc.noAtomic || c.Rebase != tc.rebase || !slices.Equal(rest, tc.rest) {
-			t.Errorf("takeOptions(%q) = %v %v %q", tc.args, c.NoAtomic, c.Rebase, rest)
+		rest, err := c.takeOptions(tc.args)
+		if err != nil || c.NoAtomic != tc.noAtomic || c.Rebase != tc.rebase || !slices.Equal(rest, tc.rest) {
+			t.Errorf("takeOptions(%q) = %v %v %q %v", tc.args, c.NoAtomic, c.Rebase, rest, err)
 		}
+	}
+	for _, tc := range []struct {
+		args       []string
+		regenerate string
+		rest       []string
+	}{
+		{[]string{"--regenerate", "make results", "origin", "HEAD:main"}, "make results", []string{"origin", "HEAD:main"}},
+		{[]string{"origin", "--regenerate=./gen.sh --all", "main"}, "./gen.sh --all", []string{"origin", "main"}},
+		{[]string{"--rebase", "--regenerate", "--rebase", "origin"}, "--rebase", []string{"origin"}},
+		{[]string{"origin", "--", "--regenerate", "x"}, "", []string{"origin", "--", "--regenerate", "x"}},
+	} {
+		var c PushCmd
+		rest, err := c.takeOptions(tc.args)
+		if err != nil || c.Regenerate != tc.regenerate || !slices.Equal(rest, tc.rest) {
+			t.Errorf("takeOptions(%q) = %q %q %v", tc.args, c.Regenerate, rest, err)
+		}
+	}
+	var c PushCmd
+	if _, err := c.takeOptions([]string{"origin", "main", "--regenerate"}); err == nil || err.Error() != "push: --regenerate needs a value" {
+		t.Errorf("--regenerate without a value: %v", err)
+	}
+	if _, err := c.takeOptions([]string{"--rebase=yes", "origin"}); err != nil {
+		t.Errorf("--rebase=yes is git's to judge: %v", err)
 	}
 }

@@ -112,6 +112,16 @@ func Version(ctx context.Context, git string, env []string) string {
 	return strings.TrimPrefix(strings.TrimSpace(string(out)), "git version ")
 }
 
+// AtLeast reports whether version, as Version gives it ("2.55.0", "2.45.0.windows.1"),
+// is major.minor or later; false when it cannot be read.
+func AtLeast(version string, major, minor int) bool {
+	var ma, mi int
+	if n, _ := fmt.Sscanf(version, "%d.%d", &ma, &mi); n != 2 {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
 // CaptureLimit bounds what a [Capped] buffer keeps of one git's output.
 const CaptureLimit = 8 << 20
 

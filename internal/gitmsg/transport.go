@@ -1,8 +1,10 @@
 package gitmsg
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // transportSigns are git's and libcurl's words for a connection that failed or broke:
@@ -47,6 +49,31 @@ type Transport struct {
 	Line string
 	// HTTPStatus is that line's HTTP status, 0 when it names none.
 	HTTPStatus int
+	// RetryAfter is how long the server asked to wait before the next request (its
+	// Retry-After on a 429, as git 2.54+ reports it when it did not wait itself); 0
+	// when git did not say.
+	RetryAfter time.Duration
+}
+
+// git 2.54+'s words for a 429 it did not get past (http.c, remote-curl.c): its
+// retries ran out, or the server asked for a longer wait than http.maxRetryTime.
+var (
+	reRateLimited = LazyRegexp(`rate limited by '[^']*', please try again (?:in (\d+) seconds|later)`)
+	reTooLongWait = LazyRegexp(`response requested a delay greater than http\.maxRetryTime \((\d+) > \d+ seconds\)`)
+)
+
+// retryAfter reads the wait a 429 asked for from one of git's lines; ok is true when
+// the line reports a 429 at all.
+func retryAfter(line string) (wait time.Duration, ok bool) {
+	for _, re := range []*regexp.Regexp{reRateLimited(), reTooLongWait()} {
+		if m := re.FindStringSubmatch(line); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				wait = time.Duration(n) * time.Second
+			}
+			return wait, true
+		}
+	}
+	return 0, false
 }
 
 // ReadTransport reads stderr for a transport failure. An HTTP status that retrying
@@ -57,6 +84,13 @@ func ReadTransport(stderr []byte) Transport {
 		if strings.HasPrefix(line, "remote:") {
 			if strings.Contains(line, "Permission to ") && strings.Contains(line, " denied") {
 				return Transport{Auth: true}
+			}
+			continue
+		}
+		if wait, ok := retryAfter(line); ok {
+			t.RetryAfter = max(t.RetryAfter, wait)
+			if t.Line == "" {
+				t.Line, t.HTTPStatus = line, 429
 			}
 			continue
 		}

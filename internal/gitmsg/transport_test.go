@@ -1,6 +1,9 @@
 package gitmsg
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestReadTransport(t *testing.T) {
 	cases := []struct {
@@ -19,6 +22,14 @@ func TestReadTransport(t *testing.T) {
 			Transport{Line: "fatal: unable to connect to 127.0.0.1:"}},
 		{"error: RPC failed; HTTP 429 curl 22 The requested URL returned error: 429\nfatal: expected flush after ref listing\n",
 			Transport{Line: "error: RPC failed; HTTP 429 curl 22 The requested URL returned error: 429", HTTPStatus: 429}},
+		// git 2.55 against a server answering 429 with Retry-After: 2 (captured):
+		// http.maxRetries ran out, or the wait was longer than http.maxRetryTime.
+		{"warning: rate limited, waiting 2 seconds before retry\nfatal: rate limited by 'http://127.0.0.1:38999/r.git/', please try again in 2 seconds\n",
+			Transport{Line: "fatal: rate limited by 'http://127.0.0.1:38999/r.git/', please try again in 2 seconds", HTTPStatus: 429, RetryAfter: 2 * time.Second}},
+		{"error: response requested a delay greater than http.maxRetryTime (20 > 1 seconds)\nfatal: unable to access 'http://127.0.0.1:38999/r.git/': The requested URL returned error: 429\n",
+			Transport{Line: "error: response requested a delay greater than http.maxRetryTime (20 > 1 seconds)", HTTPStatus: 429, RetryAfter: 20 * time.Second}},
+		{"fatal: rate limited by 'http://h/r.git/', please try again later\n",
+			Transport{Line: "fatal: rate limited by 'http://h/r.git/', please try again later", HTTPStatus: 429}},
 	}
 	for _, tc := range cases {
 		if got := ReadTransport([]byte(tc.stderr)); got != tc.want {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/hermetic"
 )
 
@@ -26,11 +27,7 @@ type Git struct {
 func (g Git) Name() string { return "git" + g.Version }
 
 // AtLeast reports whether this git is version major.minor or later.
-func (g Git) AtLeast(major, minor int) bool {
-	var ma, mi int
-	fmt.Sscanf(g.Version, "%d.%d", &ma, &mi)
-	return ma > major || ma == major && mi >= minor
-}
+func (g Git) AtLeast(major, minor int) bool { return gitexec.AtLeast(g.Version, major, minor) }
 
 // NewGit returns git 2.55, from REFRETRY_TEST_GIT or the cache scripts/get-git.sh fills.
 // It fails the test rather than skipping: the reftable tests are the point.

@@ -1,4 +1,4 @@
-package stall
+package httpconf
 
 import "testing"
 
