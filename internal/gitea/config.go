@@ -1,0 +1,102 @@
+package gitea
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// quietCron are the cron tasks Gitea 1.26 enables by default (with Actions off): all
+// turned off, so nothing runs in the background of a test. ([cron] ENABLED, which
+// older releases read, is no longer looked at.)
+var quietCron = []string{
+	"update_mirrors", "repo_health_check", "check_repo_stats", "archive_cleanup",
+	"sync_external_users", "deleted_branches_cleanup", "update_migration_poster_id",
+	"cleanup_hook_task_table", "cleanup_packages", "update_checker",
+}
+
+// appINI is the configuration of an instance in dir, serving on port, reached by
+// clients at rootURL, running the git at git.
+func appINI(dir, git string, port int, rootURL string) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("APP_NAME = refretry test Gitea")
+	p("RUN_MODE = prod")
+	p("WORK_PATH = %s", dir)
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		p("RUN_USER = %s", u.Username)
+	}
+	if os.Getuid() == 0 {
+		p("I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true")
+	}
+	p("\n[server]")
+	p("PROTOCOL = http")
+	p("HTTP_ADDR = 127.0.0.1")
+	p("HTTP_PORT = %d", port)
+	p("ROOT_URL = %s", rootURL)
+	p("APP_DATA_PATH = %s", filepath.Join(dir, "data"))
+	p("DISABLE_SSH = true")
+	p("START_SSH_SERVER = false")
+	p("LFS_START_SERVER = false")
+	p("OFFLINE_MODE = true")
+	p("\n[database]")
+	p("DB_TYPE = sqlite3")
+	p("PATH = %s", filepath.Join(dir, "data", "gitea.db"))
+	// Concurrent pushes write through the hooks' internal API at once: wait for
+	// SQLite's lock rather than fail a hook with "database is locked".
+	p("SQLITE_JOURNAL_MODE = WAL")
+	p("SQLITE_TIMEOUT = 20000")
+	p("\n[security]")
+	p("INSTALL_LOCK = true")
+	p("\n[service]")
+	p("DISABLE_REGISTRATION = true")
+	p("\n[repository]")
+	p("ROOT = %s", filepath.Join(dir, "repos"))
+	p("DEFAULT_BRANCH = main")
+	p("\n[git]")
+	p("PATH = %s", git)
+	p("\n[log]")
+	p("MODE = console")
+	p("LEVEL = Info")
+	p("ROOT_PATH = %s", filepath.Join(dir, "log"))
+	p("\n[mailer]")
+	p("ENABLED = false")
+	p("\n[cron]")
+	p("ENABLED = false")
+	for _, task := range quietCron {
+		p("\n[cron.%s]", task)
+		p("ENABLED = false")
+		p("RUN_AT_START = false")
+	}
+	p("\n[indexer]")
+	p("ISSUE_INDEXER_TYPE = db")
+	p("REPO_INDEXER_ENABLED = false")
+	p("\n[session]")
+	p("PROVIDER = memory")
+	p("\n[actions]")
+	p("ENABLED = false")
+	p("\n[packages]")
+	p("ENABLED = false")
+	p("\n[oauth2]")
+	p("ENABLED = false")
+	return b.String()
+}
+
+var httpPortLine = regexp.MustCompile(`(?m)^HTTP_PORT\s*=.*$`)
+
+// setPort rewrites HTTP_PORT in the app.ini at path (which Gitea may have rewritten
+// since, appending its secrets).
+func setPort(path string, port int) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !httpPortLine.Match(b) {
+		return fmt.Errorf("%s has no HTTP_PORT line", path)
+	}
+	b = httpPortLine.ReplaceAll(b, []byte(fmt.Sprintf("HTTP_PORT = %d", port)))
+	return os.WriteFile(path, b, 0o600)
+}
