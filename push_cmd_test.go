@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/refretry/refretry/internal/gitserver"
 	"github.com/refretry/refretry/internal/testutil"
 )
 
@@ -346,5 +347,41 @@ func TestPushAtomicUnsupported(t *testing.T) {
 				t.Errorf("--no-atomic: exit %d\n%s", got.code, got.stderr)
 			}
 		})
+	}
+}
+
+// TestPushForgeRuleCLI: a push GitHub's repository rules refuse (GH013, transcribed,
+// answered by internal/gitserver's refusal) ends after one attempt with git's own
+// output, exit 1, and one refretry line that states the rule; in JSON logs the rule is
+// the summary's advice.
+func TestPushForgeRuleCLI(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	r := testutil.NewRepo(t, g, "files")
+	root := t.TempDir()
+	r.Run("init", "-q", "--bare", "-b", "main", filepath.Join(root, "r.git"))
+	srv, err := gitserver.Start(g.Path, root, gitserver.Options{ReceivePack: true,
+		Refuse: []gitserver.Refusal{gitserver.GH013("refs/heads/main")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	url := srv.URL("r.git")
+	want := pushRun(t, r, nil, "git", "push", "--atomic", url, "main")
+	got := pushRun(t, r, nil, "refretry", "push", url, "main")
+	rule := "refretry: the remote's rules refused the push, so refretry did not retry: " +
+		"GH013: Repository rule violations found for refs/heads/main. Review all repository rules at " +
+		strings.TrimSuffix(url, ".git") + "/rules?ref=refs%2Fheads%2Fmain - Changes must be made through a pull request.\n"
+	if got.code != 1 || want.code != 1 || got.stdout != want.stdout || got.stderr != want.stderr+rule {
+		t.Errorf("refretry: %d\n%s\ngit: %d\n%s\nwant git's, then:\n%s", got.code, got.stderr, want.code, want.stderr, rule)
+	}
+	log := filepath.Join(t.TempDir(), "log.jsonl")
+	pushRun(t, r, nil, "refretry", "--log-file", log, "push", url, "main")
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"advice":"the remote's rules refused the push`) || strings.Count(string(b), `"attempt":`) != 1 {
+		t.Errorf("JSON log:\n%s", b)
 	}
 }

@@ -1,0 +1,192 @@
+package push_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/refretry/refretry/internal/gitserver"
+	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/push"
+)
+
+// advance moves the server's ref to a new commit on top of it (same tree, message
+// "another job's <what>"), as another job's push does, and returns the new value.
+func (s *server) advance(ref, what string) string {
+	s.t.Helper()
+	old := s.ref(ref)
+	commit := s.run(s.dir, "commit-tree", old+"^{tree}", "-p", old, "-m", "another job's "+what)
+	s.run(s.dir, "update-ref", ref, commit, old)
+	return commit
+}
+
+// TestForgeLostRace: the branch moves between the advertisement and the update, and the
+// front end reports it as GitHub (the reason "cannot lock ref …: is at X but expected
+// Y", no remote: line) or GitLab ("incorrect old value provided", no remote: line)
+// does. With --rebase the job lands on the second attempt; without, it fails after one
+// attempt as git does, class behind.
+func TestForgeLostRace(t *testing.T) {
+	t.Parallel()
+	cur := testutil.NewGit(t)
+	for _, forge := range []gitserver.Forge{gitserver.ForgeGitHub, gitserver.ForgeGitLab} {
+		for _, rebase := range []bool{true, false} {
+			t.Run(string(forge)+map[bool]string{true: "/rebase", false: "/plain"}[rebase], func(t *testing.T) {
+				t.Parallel()
+				s := newServer(t, cur, "files")
+				var theirs string
+				c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: forge,
+					BeforeReceivePack: func(n int) {
+						if n == 1 {
+							theirs = s.advance("refs/heads/main", "theirs")
+						}
+					}})
+				c.commit("mine", "mine\n")
+				r := c.push(smallPolicy(5), func(p *push.Runner) { p.Rebase = rebase }, "origin", "main")
+				var m *push.MovedError
+				if len(r.attempts) == 0 || !errors.As(r.attempts[0].Err, &m) || m.Ref != "refs/heads/main" {
+					t.Fatalf("first attempt %v, want the server's compare-and-swap failure on main\n%s", r.classes(), r.stderr)
+				}
+				if forge == gitserver.ForgeGitHub && m.Actual != theirs {
+					t.Errorf("MovedError %+v, want actual %s", m, theirs)
+				}
+				if strings.Contains(r.stderr, "remote: error:") && !rebase {
+					t.Errorf("the front end sent a remote: error line:\n%s", r.stderr)
+				}
+				if !rebase {
+					if r.code != 1 || !slices.Equal(r.classes(), []push.Class{push.ClassBehind}) || s.ref("refs/heads/main") != theirs {
+						t.Errorf("exit %d, attempts %v, want one attempt, behind, exit 1", r.code, r.classes())
+					}
+					return
+				}
+				if r.code != 0 || !slices.Equal(r.classes(), []push.Class{push.ClassBehind, "ok"}) {
+					t.Fatalf("exit %d, attempts %v, want behind then ok\n%s", r.code, r.classes(), r.stderr)
+				}
+				log := gitRun(t, cur.Path, s.dir, s.env, "log", "--format=%s", "-3", "refs/heads/main")
+				if log != "add mine\nanother job's theirs\nadd a" {
+					t.Errorf("server main:\n%s", log)
+				}
+				if srv.ReceivePacks() != 2 {
+					t.Errorf("%d receive-pack POSTs, want 2", srv.ReceivePacks())
+				}
+			})
+		}
+	}
+}
+
+// TestForgeRefPhaseFailures: GitHub's commit_refs failure and a 500 in the ref phase
+// leave the outcome unknown. refretry asks the remote before pushing again: an update
+// that was applied ends the run at once (one POST), one that was not is pushed again.
+func TestForgeRefPhaseFailures(t *testing.T) {
+	t.Parallel()
+	cur := testutil.NewGit(t)
+	for _, kind := range []gitserver.FaultKind{gitserver.FaultCommitRefs, gitserver.FaultServerError} {
+		for _, applied := range []bool{true, false} {
+			name := map[gitserver.FaultKind]string{gitserver.FaultCommitRefs: "commit_refs", gitserver.FaultServerError: "500"}[kind]
+			t.Run(name+map[bool]string{true: "/applied", false: "/not-applied"}[applied], func(t *testing.T) {
+				t.Parallel()
+				s := newServer(t, cur, "files")
+				c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
+					PushFaults: map[int]gitserver.PushFault{1: {Kind: kind, Apply: applied}}})
+				head := c.commit("b", "b")
+				r := c.push(smallPolicy(5), nil, "origin", "main")
+				if r.code != 0 || r.err != nil {
+					t.Fatalf("exit %d, err %v, attempts %v\n%s", r.code, r.err, r.classes(), r.stderr)
+				}
+				if got := r.classes(); got[0] != push.ClassUnknown {
+					t.Errorf("attempts %v, want unknown-outcome first", got)
+				}
+				if s.ref("refs/heads/main") != head {
+					t.Errorf("server main not at the pushed commit")
+				}
+				wantPosts := 2
+				if applied {
+					wantPosts = 1
+					if !slices.ContainsFunc(r.notes, func(n string) bool { return strings.Contains(n, "already holds every pushed value") }) {
+						t.Errorf("no verification note: %q", r.notes)
+					}
+				}
+				if srv.ReceivePacks() != wantPosts {
+					t.Errorf("%d receive-pack POSTs, want %d", srv.ReceivePacks(), wantPosts)
+				}
+			})
+		}
+	}
+}
+
+// TestForgeRace: GitHub reports a ref created by another push at the same moment as
+// "cannot lock ref '<ref>': reference already exists". The remote is checked: when the
+// other push created it at this push's value, the run succeeds without pushing again;
+// at another value, the retry meets the ref as it now is and stops (a tag that exists).
+func TestForgeRace(t *testing.T) {
+	t.Parallel()
+	cur := testutil.NewGit(t)
+	for _, same := range []bool{true, false} {
+		t.Run(map[bool]string{true: "same value", false: "other value"}[same], func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, cur, "files")
+			var c *client
+			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
+				BeforeReceivePack: func(n int) {
+					if n != 1 {
+						return
+					}
+					value := s.ref("refs/heads/main") // not the tag's value
+					if same {
+						value = c.run("rev-parse", "v1")
+					}
+					s.run(s.dir, "update-ref", "refs/tags/v1", value, "")
+				}})
+			c.run("tag", "v1", c.commit("b", "b"))
+			// The commit is on the server already (another job pushed it elsewhere),
+			// so that the other push can create the tag at it.
+			c.run("push", "-q", "file://"+s.dir, "v1^{commit}:refs/ci/other")
+			r := c.push(smallPolicy(5), nil, "origin", "refs/tags/v1")
+			if got := r.classes(); len(got) == 0 || got[0] != push.ClassRace {
+				t.Fatalf("attempts %v, want race first\n%s", got, r.stderr)
+			}
+			if same {
+				if r.code != 0 || srv.ReceivePacks() != 1 {
+					t.Errorf("exit %d after %d POSTs, want 0 after 1", r.code, srv.ReceivePacks())
+				}
+				return
+			}
+			if r.code != 1 || !slices.Equal(r.classes(), []push.Class{push.ClassRace, push.ClassRejected}) {
+				t.Errorf("exit %d, attempts %v, want race then rejected (already exists)\n%s", r.code, r.classes(), r.stderr)
+			}
+		})
+	}
+}
+
+// TestForgeRules: GitHub's GH006 and GH013 and GitLab's protected branch end the push
+// after one attempt, exit 1, with git's output and the rule in refretry's advice.
+func TestForgeRules(t *testing.T) {
+	t.Parallel()
+	cur := testutil.NewGit(t)
+	for name, refusal := range map[string]gitserver.Refusal{
+		"GH006": gitserver.GH006("refs/heads/main"), "GH013": gitserver.GH013("refs/heads/main"),
+		"GitLab": gitserver.GitLabProtected("refs/heads/main"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, cur, "files")
+			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Refuse: []gitserver.Refusal{refusal}})
+			c.commit("b", "b")
+			r := c.push(smallPolicy(5), func(p *push.Runner) { p.Rebase = true }, "origin", "main")
+			var e *push.Error
+			if r.code != 1 || !errors.As(r.err, &e) || e.Class != push.ClassDeclined || len(r.attempts) != 1 || srv.ReceivePacks() != 1 {
+				t.Fatalf("exit %d, err %v, %d attempts, %d POSTs: want declined after one", r.code, r.err, len(r.attempts), srv.ReceivePacks())
+			}
+			last := strings.TrimPrefix(refusal.Lines[len(refusal.Lines)-1], "error: ")
+			if last == "" {
+				last = strings.TrimPrefix(refusal.Lines[len(refusal.Lines)-2], "error: ")
+			}
+			if !strings.Contains(e.Advice(), last) || !strings.Contains(e.Advice(), "refused the push") {
+				t.Errorf("advice %q does not state the rule %q", e.Advice(), last)
+			}
+			if !strings.Contains(r.stderr, "("+refusal.Reason+")") {
+				t.Errorf("git's output lost:\n%s", r.stderr)
+			}
+		})
+	}
+}
