@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
-	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/internal/httpconf"
+	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/transaction"
 )

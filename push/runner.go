@@ -95,13 +95,13 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
 		return max(pol.Timeout-clock.Now().Sub(start), time.Second)
 	}
 	var (
-		last       gitexec.Captured
-		unknown    bool        // an attempt's outcome is unsure (Class.unsure): it may have been applied
-		named      []RefStatus // the refs the latest attempt named, for verification
-		url        string      // the remote's URL, from the porcelain
-		cureNext   *cure       // what to do before the next attempt (rebase, regenerate)
-		verified   bool
-		nothing    bool // --regenerate found the job's result on the remote already
+		last     gitexec.Captured
+		unknown  bool        // an attempt's outcome is unsure (Class.unsure): it may have been applied
+		named    []RefStatus // the refs the latest attempt named, for verification
+		url      string      // the remote's URL, from the porcelain
+		cureNext *cure       // what to do before the next attempt (rebase, regenerate)
+		verified bool
+		nothing  bool // --regenerate found the job's result on the remote already
 	)
 	cures := p.Rebase || p.Regenerate != ""
 	retrier := &retry.Retrier{
