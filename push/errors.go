@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/transaction"
 )
 
@@ -96,7 +97,7 @@ type MovedError struct {
 }
 
 func (e *MovedError) Error() string {
-	return fmt.Sprintf("remote %s moved during the push: is at %s but expected %s", e.Ref, short(e.Actual), short(e.Expected))
+	return fmt.Sprintf("remote %s moved during the push: is at %s but expected %s", e.Ref, replay.Short(e.Actual), replay.Short(e.Expected))
 }
 
 // TransportError is a connection failure, a stall or a retryable HTTP status.
@@ -119,13 +120,6 @@ var ErrGitNotFound = gitexec.ErrNotFound
 
 // StartError is why git could not be started; Unwrap gives the system's reason.
 type StartError = gitexec.StartError
-
-func short(oid string) string {
-	if len(oid) > 12 {
-		return oid[:12]
-	}
-	return oid
-}
 
 // Exit is git's exit code.
 func (e *Error) Exit() int { return e.ExitCode }

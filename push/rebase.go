@@ -9,6 +9,7 @@ import (
 
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/gitmsg"
+	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/internal/text"
 )
 
@@ -33,7 +34,7 @@ func (e *RebaseError) Error() string {
 		}
 	}
 	msg := fmt.Sprintf("rebase of %s onto the remote tip %s %s; nothing was changed locally (%s is still %s)",
-		shortRef(e.From), short(e.Onto), what, shortRef(e.From), short(e.Orig))
+		shortRef(e.From), replay.Short(e.Onto), what, shortRef(e.From), replay.Short(e.Orig))
 	if e.Output != "" {
 		msg += " (" + gitmsg.LastMessage([]byte(e.Output)) + ")"
 	}
@@ -80,19 +81,19 @@ func (p *Runner) applyCure(ctx context.Context, env []string, args *Args, url st
 	if err != nil {
 		return false, err
 	}
-	src := p.revParse(ctx, p.Env, c.ref.From+"^{commit}")
+	src := p.repo().RevParse(ctx, c.ref.From+"^{commit}")
 	if src == "" {
 		return false, &RebaseError{From: c.ref.From, Onto: onto, Output: "cannot read " + c.ref.From}
 	}
 	if p.Rebase {
-		tip, err := p.replay(ctx, p.Env, src, onto)
+		tip, err := p.repo().Line(ctx, src, onto)
 		if err == nil {
 			return false, p.adopt(ctx, args, c.ref, src, tip, onto)
 		}
 		re := &RebaseError{From: c.ref.From, Onto: onto, Orig: src}
-		var conflict *replayConflict
+		var conflict *replay.ConflictError
 		if errors.As(err, &conflict) {
-			re.Conflict, re.Paths = true, conflict.paths
+			re.Conflict, re.Paths = true, conflict.Paths
 		} else {
 			re.Output = err.Error()
 		}
@@ -121,7 +122,7 @@ func (p *Runner) fetchTip(ctx context.Context, env []string, args Args, url, ref
 		}
 		return "", e
 	}
-	onto := p.revParse(ctx, p.Env, "FETCH_HEAD^{commit}")
+	onto := p.repo().RevParse(ctx, "FETCH_HEAD^{commit}")
 	if onto == "" {
 		return "", &Error{ExitCode: 128, Class: ClassOther, Message: "fetch of the remote tip: FETCH_HEAD is not a commit"}
 	}
@@ -143,17 +144,17 @@ func (p *Runner) adopt(ctx context.Context, args *Args, s RefStatus, src, tip, o
 	full := p.fullRef(ctx, s.From)
 	switch {
 	case s.From == "HEAD" || (branch != "" && full == branch):
-		if p.revParse(ctx, p.Env, "HEAD") == src && p.resetKeep(ctx, tip) {
+		if p.repo().RevParse(ctx, "HEAD") == src && p.resetKeep(ctx, tip) {
 			name := "HEAD"
 			if branch != "" {
 				name = branch
 			}
-			p.notify(fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(name), short(onto)))
+			p.notify(fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(name), replay.Short(onto)))
 			return nil
 		}
 	case strings.HasPrefix(full, "refs/heads/"):
 		if p.command(ctx, p.Env, "update-ref", "-m", "refretry push --rebase", full, tip, src).Run() == nil {
-			p.notify(fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(full), short(onto)))
+			p.notify(fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(full), replay.Short(onto)))
 			return nil
 		}
 	}
@@ -162,7 +163,7 @@ func (p *Runner) adopt(ctx context.Context, args *Args, s RefStatus, src, tip, o
 			Output: "no refspec among the arguments names " + s.From + ", so the rebased commit cannot be pushed in its place"}
 	}
 	p.notify(fmt.Sprintf("%s %s onto the remote tip %s as %s; pushing that commit, %s stays at %s",
-		how, shortRef(s.From), short(onto), short(tip), shortRef(s.From), short(src)))
+		how, shortRef(s.From), replay.Short(onto), replay.Short(tip), shortRef(s.From), replay.Short(src)))
 	return nil
 }
 
@@ -237,6 +238,9 @@ func (a *Args) refspecStart() int {
 
 // shortRef is ref without refs/heads/.
 func shortRef(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
+
+// repo is the repository the push runs in, for replays and the reads around them.
+func (p *Runner) repo() replay.Repo { return replay.Repo{Git: p.git(), Dirs: p.Dirs, Env: p.Env} }
 
 // output runs git and returns its trimmed standard output.
 func (p *Runner) output(ctx context.Context, env []string, args ...string) (string, error) {

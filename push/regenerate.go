@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/internal/text"
 )
 
@@ -36,9 +37,9 @@ func (e *RegenerateError) Error() string {
 	if what == "" {
 		what = fmt.Sprintf("the --regenerate command exited %d", e.Status)
 	}
-	msg := fmt.Sprintf("%s on the remote tip %s", what, short(e.Onto))
+	msg := fmt.Sprintf("%s on the remote tip %s", what, replay.Short(e.Onto))
 	if e.Kept != "" {
-		msg += fmt.Sprintf("; the job's own commit %s is kept at %s", short(e.Orig), e.Kept)
+		msg += fmt.Sprintf("; the job's own commit %s is kept at %s", replay.Short(e.Orig), e.Kept)
 	}
 	if out := strings.TrimSpace(e.Output); out != "" {
 		msg += ":\n" + out
@@ -61,14 +62,14 @@ func (p *Runner) regenerate(ctx context.Context, args *Args, s RefStatus, src, o
 	branch, _ := p.output(ctx, p.Env, "symbolic-ref", "-q", "HEAD")
 	full := p.fullRef(ctx, s.From)
 	byName := s.From != "HEAD" && full == ""
-	if p.revParse(ctx, p.Env, "HEAD") != src || (s.From != "HEAD" && full != branch && !byName) {
+	if p.repo().RevParse(ctx, "HEAD") != src || (s.From != "HEAD" && full != branch && !byName) {
 		return false, fail("--regenerate: "+shortRef(s.From)+" is not the checked-out commit, whose work tree the command would rewrite", nil)
 	}
 	if dirty, _ := p.output(ctx, p.Env, "status", "--porcelain", "--untracked-files=no"); dirty != "" {
 		return false, fail("--regenerate: the work tree has uncommitted changes, which resetting it would lose", []byte(dirty))
 	}
 	kept := p.kept(s)
-	if p.revParse(ctx, p.Env, kept) == "" {
+	if p.repo().RevParse(ctx, kept) == "" {
 		if out, err := p.command(ctx, p.Env, "update-ref", kept, src).CombinedOutput(); err != nil {
 			return false, fail("--regenerate: keeping the job's commit at "+kept+" failed", out)
 		}
@@ -115,16 +116,16 @@ func (p *Runner) regenerate(ctx context.Context, args *Args, s RefStatus, src, o
 	if err != nil {
 		return false, fail("--regenerate: writing the tree failed", nil)
 	}
-	if tree == p.revParse(ctx, p.Env, onto+"^{tree}") {
+	if tree == p.repo().RevParse(ctx, onto+"^{tree}") {
 		p.notify(fmt.Sprintf("--regenerate: the command changed nothing on the remote tip %s: the remote already holds this job's result; nothing to push (the job's commit %s is kept at %s)",
-			short(onto), short(src), kept))
+			replay.Short(onto), replay.Short(src), kept))
 		return true, nil
 	}
-	info, err := p.readCommit(ctx, p.Env, src)
+	info, err := p.repo().ReadCommit(ctx, src)
 	if err != nil {
 		return false, fail("--regenerate: "+err.Error(), nil)
 	}
-	commit, err := p.commitTree(ctx, p.Env, info, tree, onto)
+	commit, err := p.repo().CommitTree(ctx, info, tree, onto, false)
 	if err != nil {
 		return false, fail("--regenerate: "+err.Error(), nil)
 	}
@@ -135,7 +136,7 @@ func (p *Runner) regenerate(ctx context.Context, args *Args, s RefStatus, src, o
 		return false, fail("--regenerate: no refspec among the arguments names "+s.From+", so the new commit cannot be pushed in its place", nil)
 	}
 	p.notify(fmt.Sprintf("regenerated %s on the remote tip %s as %s (the job's commit %s is kept at %s)",
-		shortRef(s.From), short(onto), short(commit), short(src), kept))
+		shortRef(s.From), replay.Short(onto), replay.Short(commit), replay.Short(src), kept))
 	return false, nil
 }
 

@@ -1,0 +1,279 @@
+// Package replay puts commits on another commit without a work tree or an index: each
+// commit's changes are merged with `git merge-tree --write-tree` (its parent as the
+// merge base; the repository's merge attributes, such as merge=union, apply) and
+// written with `git commit-tree`, keeping the commit's author, author date and
+// message. Nothing in the repository changes but new objects: no ref, no index, no
+// work tree. `refretry push --rebase` replays a job's commits onto a remote's new tip
+// with it, and --gather replays every staged job's commit.
+package replay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/refretry/refretry/internal/gitexec"
+)
+
+// ErrUnsupported is why a replay was not tried: the commits are not a line of commits
+// with one parent each, or this git cannot replay them (merge-tree --merge-base needs
+// 2.40).
+var ErrUnsupported = errors.New("cannot replay")
+
+// ConflictError is a replay that stopped on a conflict: which commit, and the paths.
+type ConflictError struct {
+	Commit string
+	Paths  []string
+}
+
+func (c *ConflictError) Error() string {
+	return fmt.Sprintf("%s conflicts in %s", Short(c.Commit), strings.Join(c.Paths, ", "))
+}
+
+// Repo is the repository replays run in: git, the -C directories and the environment.
+type Repo struct {
+	Git  string
+	Dirs []string
+	Env  []string
+}
+
+// Keep says what of a replayed commit's identity is kept besides its author, author
+// date and message.
+type Keep struct {
+	// Committer keeps its committer and commit date (a commit landed for another job
+	// stays that job's). Otherwise the committer is the caller's identity, or the
+	// commit's own when the caller has none configured.
+	Committer bool
+	// Trailer, when not empty, is a "Key: value" line added to the message's trailers.
+	Trailer string
+}
+
+// Line copies the commits of src that onto does not have, in order, onto onto, and
+// returns the new tip (onto itself when onto already has every commit of src).
+func (r Repo) Line(ctx context.Context, src, onto string) (string, error) {
+	list, err := r.Output(ctx, "rev-list", "--reverse", "--parents", src, "^"+onto)
+	if err != nil {
+		return "", fmt.Errorf("listing the commits to replay: %w", err)
+	}
+	if list == "" {
+		return onto, nil
+	}
+	var commits []string
+	for _, line := range strings.Split(list, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return "", fmt.Errorf("%w: %s is not a commit with one parent", ErrUnsupported, Short(f[0]))
+		}
+		commits = append(commits, f[0])
+	}
+	withBase := r.AtLeast(ctx, 2, 40)
+	tip := onto
+	for _, c := range commits {
+		if !withBase {
+			// Before 2.40 merge-tree finds the merge base itself: right only when it is
+			// the commit's own parent, as for the first commit of a job's push.
+			if mb, err := r.Output(ctx, "merge-base", tip, c); err != nil || mb != r.RevParse(ctx, c+"^") {
+				return "", fmt.Errorf("%w: git %s cannot replay %s onto %s (merge-tree --merge-base needs git 2.40)",
+					ErrUnsupported, gitexec.Version(ctx, r.Git, r.Env), Short(c), Short(tip))
+			}
+		}
+		var err error
+		if tip, err = r.pick(ctx, c, c+"^", tip, withBase, Keep{}); err != nil {
+			return "", err
+		}
+	}
+	return tip, nil
+}
+
+// Pick puts the changes of commit against base onto onto as one new commit, keeping
+// what keep says, and returns it. It needs git 2.40 (merge-tree --merge-base).
+func (r Repo) Pick(ctx context.Context, commit, base, onto string, keep Keep) (string, error) {
+	return r.pick(ctx, commit, base, onto, true, keep)
+}
+
+func (r Repo) pick(ctx context.Context, commit, base, onto string, withBase bool, keep Keep) (string, error) {
+	tree, err := r.mergeTree(ctx, onto, commit, base, withBase)
+	if err != nil {
+		return "", err
+	}
+	info, err := r.ReadCommit(ctx, commit)
+	if err != nil {
+		return "", err
+	}
+	if keep.Trailer != "" {
+		info.Message = addTrailer(info.Message, keep.Trailer)
+	}
+	return r.CommitTree(ctx, info, tree, onto, keep.Committer)
+}
+
+// mergeTree merges the changes of commit (against base) into tip and returns the
+// resulting tree, or a *ConflictError.
+func (r Repo) mergeTree(ctx context.Context, tip, commit, base string, withBase bool) (string, error) {
+	args := []string{"merge-tree", "--write-tree", "--name-only", "--no-messages"}
+	if withBase {
+		args = append(args, "--merge-base="+base)
+	}
+	c, err := gitexec.Capture(r.Command(ctx, r.Env, append(args, tip, commit)...))
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimRight(string(c.Stdout), "\n"), "\n")
+	switch c.Code {
+	case 0:
+		return lines[0], nil
+	case 1:
+		conflict := &ConflictError{Commit: commit}
+		for _, l := range lines[1:] {
+			if l != "" {
+				conflict.Paths = append(conflict.Paths, l)
+			}
+		}
+		return "", conflict
+	}
+	return "", fmt.Errorf("git merge-tree: exit %d: %s", c.Code, strings.TrimSpace(string(c.Stderr)))
+}
+
+// Commit is what a commit says of itself.
+type Commit struct {
+	Author, Committer Ident
+	Message           []byte
+}
+
+// Ident is an author or committer line: a name, an email and a date ("<seconds> <zone>").
+type Ident struct{ Name, Email, Date string }
+
+// ReadCommit reads commit's author, committer and message.
+func (r Repo) ReadCommit(ctx context.Context, commit string) (Commit, error) {
+	out, err := r.Command(ctx, r.Env, "cat-file", "commit", commit).Output()
+	if err != nil {
+		return Commit{}, fmt.Errorf("reading commit %s: %w", Short(commit), err)
+	}
+	header, message, _ := bytes.Cut(out, []byte("\n\n"))
+	c := Commit{Message: message}
+	for _, line := range strings.Split(string(header), "\n") {
+		if v, ok := strings.CutPrefix(line, "author "); ok {
+			c.Author = parseIdent(v)
+		} else if v, ok := strings.CutPrefix(line, "committer "); ok {
+			c.Committer = parseIdent(v)
+		}
+	}
+	if c.Author.Email == "" && c.Author.Name == "" {
+		return Commit{}, fmt.Errorf("commit %s has no author", Short(commit))
+	}
+	return c, nil
+}
+
+// parseIdent reads "Name <email> 1700000000 +0000".
+func parseIdent(s string) Ident {
+	lt, gt := strings.IndexByte(s, '<'), strings.LastIndexByte(s, '>')
+	if lt < 0 || gt < lt {
+		return Ident{}
+	}
+	return Ident{Name: strings.TrimSpace(s[:lt]), Email: s[lt+1 : gt], Date: strings.TrimSpace(s[gt+1:])}
+}
+
+// identEnv is the environment that makes git write id as the author (role "AUTHOR")
+// or committer ("COMMITTER"); withDate false leaves the date to git.
+func identEnv(env []string, role string, id Ident, withDate bool) []string {
+	env = append(env[:len(env):len(env)], "GIT_"+role+"_NAME="+id.Name, "GIT_"+role+"_EMAIL="+id.Email)
+	if withDate && id.Date != "" {
+		env = append(env, "GIT_"+role+"_DATE=@"+id.Date)
+	}
+	return env
+}
+
+// CommitTree writes tree as a commit on parent with c's author, author date and
+// message. The committer is c's with its date when keepCommitter is set; otherwise
+// the caller's identity, or c's committer (dated now) when the caller has none
+// configured (a CI job that set an identity only for the step that committed).
+func (r Repo) CommitTree(ctx context.Context, c Commit, tree, parent string, keepCommitter bool) (string, error) {
+	env := identEnv(r.Env, "AUTHOR", c.Author, true)
+	switch {
+	case keepCommitter:
+		env = identEnv(env, "COMMITTER", c.Committer, true)
+	default:
+		if _, err := r.Output(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
+			env = identEnv(env, "COMMITTER", c.Committer, false)
+		}
+	}
+	cmd := r.Command(ctx, env, "commit-tree", tree, "-p", parent)
+	cmd.Stdin = bytes.NewReader(c.Message)
+	out, err := gitexec.Capture(cmd)
+	if err != nil {
+		return "", err
+	}
+	if out.Code != 0 {
+		return "", fmt.Errorf("git commit-tree: exit %d: %s", out.Code, strings.TrimSpace(string(out.Stderr)))
+	}
+	return strings.TrimSpace(string(out.Stdout)), nil
+}
+
+// addTrailer adds the line "Key: value" to message's trailers: after the last
+// paragraph when that is already a block of trailers, else in a paragraph of its own.
+func addTrailer(message []byte, trailer string) []byte {
+	msg := strings.TrimRight(string(message), "\n")
+	if msg == "" {
+		return []byte(trailer + "\n")
+	}
+	paras := strings.Split(msg, "\n\n")
+	last := paras[len(paras)-1]
+	sep := "\n\n"
+	if len(paras) > 1 && isTrailerBlock(last) {
+		sep = "\n"
+	}
+	return []byte(msg + sep + trailer + "\n")
+}
+
+// isTrailerBlock reports whether every line of para is "Key: value".
+func isTrailerBlock(para string) bool {
+	for _, line := range strings.Split(para, "\n") {
+		k, _, ok := strings.Cut(line, ": ")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return false
+		}
+	}
+	return true
+}
+
+// Command is a git command in the repository with env.
+func (r Repo) Command(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	return gitexec.Command(ctx, r.git(), r.Dirs, env, args...)
+}
+
+// Output runs git in the repository and returns its trimmed standard output.
+func (r Repo) Output(ctx context.Context, args ...string) (string, error) {
+	out, err := r.Command(ctx, r.Env, args...).Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// RevParse is the object name rev resolves to, "" when it resolves to none.
+func (r Repo) RevParse(ctx context.Context, rev string) string {
+	out, err := r.Output(ctx, "rev-parse", "--verify", "-q", rev)
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// AtLeast reports whether the repository's git is major.minor or later.
+func (r Repo) AtLeast(ctx context.Context, major, minor int) bool {
+	return gitexec.AtLeast(gitexec.Version(ctx, r.git(), r.Env), major, minor)
+}
+
+func (r Repo) git() string {
+	if r.Git == "" {
+		return "git"
+	}
+	return r.Git
+}
+
+// Short is an object name cut to 12 characters, for messages.
+func Short(oid string) string {
+	if len(oid) > 12 {
+		return oid[:12]
+	}
+	return oid
+}
