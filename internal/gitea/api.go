@@ -20,7 +20,7 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("gitea: %s %s: %d %s: %s", e.Method, e.Path, e.Status, http.StatusText(e.Status), e.Body)
 }
 
-// API calls Gitea's API directly (not through the proxy) as the admin: method on
+// API calls Gitea's API directly (through its socket, not the proxy) as the admin: method on
 // path (below /api/v1, e.g. "/user/repos") with in as its JSON body (nil: none).
 // A status other than 2xx is an *APIError; out, when not nil, receives the JSON
 // answer.
@@ -33,7 +33,7 @@ func (i *Instance) API(method, path string, in, out any) error {
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, i.giteaURL+"/api/v1"+path, body)
+	req, err := http.NewRequest(method, "http://"+giteaHost+"/api/v1"+path, body)
 	if err != nil {
 		return fmt.Errorf("gitea: %s %s: %w", method, path, err)
 	}

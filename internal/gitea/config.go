@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -18,9 +17,9 @@ var quietCron = []string{
 	"cleanup_hook_task_table", "cleanup_packages", "update_checker",
 }
 
-// appINI is the configuration of an instance in dir, serving on port, reached by
-// clients at rootURL, running the git at git.
-func appINI(dir, git string, port int, rootURL string) string {
+// appINI is the configuration of an instance in dir, serving HTTP on the Unix socket
+// at socket, reached by clients at rootURL, running the git at git.
+func appINI(dir, git, socket, rootURL string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("APP_NAME = refretry test Gitea")
@@ -33,9 +32,9 @@ func appINI(dir, git string, port int, rootURL string) string {
 		p("I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true")
 	}
 	p("\n[server]")
-	p("PROTOCOL = http")
-	p("HTTP_ADDR = 127.0.0.1")
-	p("HTTP_PORT = %d", port)
+	p("PROTOCOL = http+unix")
+	p("HTTP_ADDR = %s", socket)
+	p("UNIX_SOCKET_PERMISSION = 600")
 	p("ROOT_URL = %s", rootURL)
 	p("APP_DATA_PATH = %s", filepath.Join(dir, "data"))
 	p("DISABLE_SSH = true")
@@ -83,20 +82,4 @@ func appINI(dir, git string, port int, rootURL string) string {
 	p("\n[oauth2]")
 	p("ENABLED = false")
 	return b.String()
-}
-
-var httpPortLine = regexp.MustCompile(`(?m)^HTTP_PORT\s*=.*$`)
-
-// setPort rewrites HTTP_PORT in the app.ini at path (which Gitea may have rewritten
-// since, appending its secrets).
-func setPort(path string, port int) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if !httpPortLine.Match(b) {
-		return fmt.Errorf("%s has no HTTP_PORT line", path)
-	}
-	b = httpPortLine.ReplaceAll(b, []byte(fmt.Sprintf("HTTP_PORT = %d", port)))
-	return os.WriteFile(path, b, 0o600)
 }

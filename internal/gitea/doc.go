@@ -8,20 +8,25 @@
 //     caches (${XDG_CACHE_HOME:-$HOME/.cache}/refretry/gitea-v1.26.0/gitea) when it is
 //     there. Nothing here builds Gitea: that takes minutes, and belongs to
 //     `scripts/gitea.sh build`. Need skips a test with one line when there is no
-//     binary, and fails it when REFRETRY_GITEA names one that does not run.
+//     binary, and fails it when the binary it finds does not run or is another
+//     version.
 //   - Start makes a temporary directory holding everything of the instance (app.ini,
 //     SQLite database, repositories, logs, Gitea's git HOME), writes a local,
 //     quiet configuration (no SSH, no mail, no cron tasks, no Actions, no packages,
 //     offline), runs `gitea migrate` and `gitea admin user create --admin`, then
-//     `gitea web` on a free port of 127.0.0.1 with its output in the directory's
-//     gitea.log, and waits (bounded) until /api/v1/version answers. A failure's error
-//     carries the end of the log.
+//     `gitea web` with its output in the directory's gitea.log, and waits (bounded)
+//     until /api/v1/version answers. A failure's error carries the end of the log.
+//     Gitea serves HTTP on a Unix socket in the directory (PROTOCOL http+unix), not
+//     on a TCP port: no other process can take it, whereas a port chosen free may be
+//     taken before Gitea listens (Gitea then hangs rather than exits, and a probe
+//     of the port may reach someone else's server). Its hooks reach its internal API
+//     through the same socket.
 //   - Gitea's server side runs the git of Options.Git (its `[git] PATH`, and the
 //     first directory of its PATH). Gitea and everything it starts get the caller's
 //     environment without GIT_*, GITEA_*, REFRETRY_*, a CI's variables, HOME and the
 //     locale (see internal/hermetic), with HOME in the instance's directory.
-//   - Clients talk to a reverse proxy on another free port of 127.0.0.1, in front of
-//     Gitea: URL hands out its clone URLs, with the admin's credentials in them. The
+//   - Clients talk to a reverse proxy on a free port of 127.0.0.1 (its listener is
+//     made first and kept, and is Gitea's ROOT_URL), in front of Gitea: URL hands out its clone URLs, with the admin's credentials in them. The
 //     proxy counts the POSTs to git-receive-pack (Pushes: one per push that reached
 //     receive-pack) and to git-upload-pack (UploadPacks: a protocol v2 fetch makes
 //     one for ls-refs and one or more for the fetch). The 4-byte probe git sends

@@ -179,27 +179,41 @@ func TestGitea(t *testing.T) {
 		if got, _ := inst.Branch("race", "main"); got != heads[winner] {
 			t.Errorf("main is at %s, want the winner's %s", got, heads[winner])
 		}
+		// A loser whose receive-pack took the lock after the winner's update finds main
+		// moved. One that tried while the winner held the lock, for longer than git's
+		// 100 ms ref-lock timeout (a loaded machine), finds it locked instead: allowed,
+		// but at least one loser must show the stale value.
 		stale := "remote: error: cannot lock ref 'refs/heads/main': is at " + heads[winner] + " but expected " + old
+		locked := regexp.MustCompile(`remote: error: cannot lock ref 'refs/heads/main': Unable to create '[^']*/refs/heads/main\.lock': File exists\.`)
+		loser := -1
 		for k, r := range results {
 			if k == winner {
 				continue
 			}
-			if r.code != 1 ||
-				!strings.Contains(r.stdout, "!\trefs/heads/main:refs/heads/main\t[remote rejected] (") ||
-				!strings.Contains(r.stderr, stale) {
+			if r.code != 1 || !strings.Contains(r.stdout, "!\trefs/heads/main:refs/heads/main\t[remote rejected] (") ||
+				(!strings.Contains(r.stderr, stale) && !locked.MatchString(r.stderr)) {
 				t.Errorf("loser %d: exit %d, want 1, a [remote rejected] line and %q:\n%s%s", k, r.code, stale, r.stdout, r.stderr)
 			}
+			if loser < 0 && strings.Contains(r.stderr, stale) {
+				loser = k
+			}
 		}
-		loser := (winner + 1) % n
+		if loser < 0 {
+			t.Fatalf("no loser says %q", stale)
+		}
 		t.Logf("winner's stdout: %q", placeholders(results[winner].stdout, inst, old, heads[winner], heads[winner]))
+		t.Logf("winner's stderr: %q", placeholders(results[winner].stderr, inst, old, heads[winner], heads[winner]))
 		t.Logf("a loser's exit code: %d", results[loser].code)
 		t.Logf("a loser's stdout: %q", placeholders(results[loser].stdout, inst, old, heads[winner], heads[loser]))
 		t.Logf("a loser's stderr: %q", placeholders(results[loser].stderr, inst, old, heads[winner], heads[loser]))
 	})
 
 	t.Run("ref lock", func(t *testing.T) {
-		dir := c.clone(inst.URL("r"))
-		lock := filepath.Join(inst.RepoPath("r"), "refs", "heads", "lk.lock")
+		if err := inst.CreateRepo("lock"); err != nil {
+			t.Fatal(err)
+		}
+		dir := c.clone(inst.URL("lock"))
+		lock := filepath.Join(inst.RepoPath("lock"), "refs", "heads", "lk.lock")
 		if err := os.WriteFile(lock, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -220,10 +234,13 @@ func TestGitea(t *testing.T) {
 	})
 
 	t.Run("protected branch", func(t *testing.T) {
-		if err := inst.ProtectBranch("r", "main"); err != nil {
+		if err := inst.CreateRepo("protected"); err != nil {
 			t.Fatal(err)
 		}
-		dir := c.clone(inst.URL("r"))
+		if err := inst.ProtectBranch("protected", "main"); err != nil {
+			t.Fatal(err)
+		}
+		dir := c.clone(inst.URL("protected"))
 		old := c.run(dir, "rev-parse", "HEAD")
 		head := c.commit(dir, "refused")
 		r := c.try(dir, "push", "--porcelain", "origin", "main")
@@ -232,7 +249,7 @@ func TestGitea(t *testing.T) {
 			!strings.Contains(r.stderr, "remote: error: Not allowed to push to protected branch main") {
 			t.Errorf("push to a protected branch: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		if got, _ := inst.Branch("r", "main"); got != old {
+		if got, _ := inst.Branch("protected", "main"); got != old {
 			t.Errorf("main moved to %s", got)
 		}
 		t.Logf("protected push's stdout: %q", placeholders(r.stdout, inst, old, head, head))
@@ -268,9 +285,9 @@ func placeholders(s string, inst *Instance, old, winner, own string) string {
 
 func TestAppINI(t *testing.T) {
 	t.Parallel()
-	ini := appINI("/d", "/usr/bin/git", 3001, "http://127.0.0.1:3002/")
+	ini := appINI("/d", "/usr/bin/git", "/d/gitea.sock", "http://127.0.0.1:3002/")
 	for _, want := range []string{
-		"WORK_PATH = /d\n", "HTTP_ADDR = 127.0.0.1\n", "HTTP_PORT = 3001\n", "ROOT_URL = http://127.0.0.1:3002/\n",
+		"WORK_PATH = /d\n", "PROTOCOL = http+unix\n", "HTTP_ADDR = /d/gitea.sock\n", "ROOT_URL = http://127.0.0.1:3002/\n",
 		"DB_TYPE = sqlite3\n", "INSTALL_LOCK = true\n", "DISABLE_SSH = true\n", "OFFLINE_MODE = true\n",
 		"ROOT = /d/repos\n", "DEFAULT_BRANCH = main\n", "[git]\nPATH = /usr/bin/git\n",
 		"[mailer]\nENABLED = false\n", "[cron.update_checker]\nENABLED = false\n",
@@ -281,19 +298,6 @@ func TestAppINI(t *testing.T) {
 	}
 	if root := strings.Contains(ini, "I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true\n"); root != (os.Getuid() == 0) {
 		t.Errorf("I_AM_BEING_UNSAFE_RUNNING_AS_ROOT present: %v, running as root: %v", root, os.Getuid() == 0)
-	}
-
-	path := filepath.Join(t.TempDir(), "app.ini")
-	if err := os.WriteFile(path, []byte(ini+"\n[security]\nINTERNAL_TOKEN = x\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := setPort(path, 4004); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(path)
-	if !strings.Contains(string(b), "HTTP_PORT = 4004\n") || strings.Contains(string(b), "3001") ||
-		!strings.Contains(string(b), "INTERNAL_TOKEN = x\n") {
-		t.Errorf("after setPort(4004):\n%s", b)
 	}
 }
 

@@ -3,7 +3,6 @@ package gitea
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,10 +48,9 @@ type Instance struct {
 	ini      string
 	env      []string
 	logPath  string
-	giteaURL string // Gitea itself, for the API
 	proxyURL *url.URL
 	proxy    *proxy
-	client   *http.Client
+	client   *http.Client // to Gitea through its socket
 
 	web       *exec.Cmd
 	webDone   chan struct{}
@@ -114,24 +111,33 @@ func Start(opts Options) (inst *Instance, err error) {
 		"PATH="+filepath.Dir(git)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"GITEA_WORK_DIR="+dir, "GITEA_CUSTOM="+filepath.Join(dir, "custom"))
 
-	// The proxy listens before Gitea's configuration is written, which names it as
-	// the root URL: what Gitea prints to a client then names the URL the client used.
-	// It serves once Gitea answers.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Gitea serves HTTP on a Unix socket in the directory, which no other process can
+	// take: a TCP port chosen free could be taken before Gitea listens, and Gitea does
+	// not exit then. Everything reaches it through the socket: the proxy, this API
+	// client, and its own hooks (its internal API). The proxy listens on TCP before
+	// the configuration is written, which names it as the root URL: what Gitea prints
+	// to a client then names the URL the client used. It serves once Gitea answers.
+	socket := filepath.Join(dir, "gitea.sock")
+	if len(socket) > 100 {
+		return nil, fmt.Errorf("gitea: socket path %s is too long for a Unix socket: set TMPDIR to a shorter directory", socket)
+	}
+	i.client.Transport = &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}
+	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("gitea: proxy: %w", err)
 	}
-	i.proxyURL = &url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/"}
 	defer func() {
 		if err != nil {
-			ln.Close()
+			proxyLn.Close()
 		}
 	}()
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(i.ini, []byte(appINI(dir, git, port, i.proxyURL.String())), 0o600); err != nil {
+	i.proxyURL = &url.URL{Scheme: "http", Host: proxyLn.Addr().String(), Path: "/"}
+	if err := os.WriteFile(i.ini, []byte(appINI(dir, git, socket, i.proxyURL.String())), 0o600); err != nil {
 		return nil, fmt.Errorf("gitea: %w", err)
 	}
 	if err := i.run(opts.StartTimeout, "migrate"); err != nil {
@@ -141,31 +147,18 @@ func Start(opts Options) (inst *Instance, err error) {
 		"--password", i.Password, "--email", i.User+"@example.com", "--must-change-password=false"); err != nil {
 		return nil, err
 	}
-	// The port was free when chosen; another process may take it before Gitea
-	// listens. Then Gitea stops at once: try again on another port.
-	for attempt := 1; ; attempt++ {
-		err = i.startWeb(port, opts.StartTimeout)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, errPortTaken) || attempt == 3 {
-			return nil, err
-		}
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
-		if err = setPort(i.ini, port); err != nil {
-			return nil, fmt.Errorf("gitea: %w", err)
-		}
+	if err := i.startWeb(opts.StartTimeout); err != nil {
+		return nil, err
 	}
-	i.proxy = newProxy(ln, &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(port)})
+	i.proxy = newProxy(proxyLn, &url.URL{Scheme: "http", Host: giteaHost}, i.client.Transport)
 	return i, nil
 }
 
-var errPortTaken = errors.New("port taken")
+// giteaHost is the host name of the URLs sent through the socket (any would do).
+const giteaHost = "gitea.invalid"
 
-// startWeb starts `gitea web` on port and waits until it answers.
-func (i *Instance) startWeb(port int, timeout time.Duration) error {
+// startWeb starts `gitea web` and waits until it answers.
+func (i *Instance) startWeb(timeout time.Duration) error {
 	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("gitea: %w", err)
@@ -180,12 +173,11 @@ func (i *Instance) startWeb(port int, timeout time.Duration) error {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	i.web, i.webDone = cmd, done
-	i.giteaURL = "http://127.0.0.1:" + strconv.Itoa(port)
 
 	deadline := time.Now().Add(timeout)
-	probe := &http.Client{Timeout: 5 * time.Second}
+	probe := &http.Client{Timeout: 5 * time.Second, Transport: i.client.Transport}
 	for {
-		resp, err := probe.Get(i.giteaURL + "/api/v1/version")
+		resp, err := probe.Get("http://" + giteaHost + "/api/v1/version")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -195,11 +187,7 @@ func (i *Instance) startWeb(port int, timeout time.Duration) error {
 		select {
 		case <-done:
 			i.web = nil
-			tail := i.logTail()
-			if strings.Contains(tail, "address already in use") {
-				return fmt.Errorf("gitea: gitea web on port %d: %w", port, errPortTaken)
-			}
-			return fmt.Errorf("gitea: gitea web ended before answering (%s); end of %s:\n%s", cmd.ProcessState, i.logPath, tail)
+			return fmt.Errorf("gitea: gitea web ended before answering (%s); end of %s:\n%s", cmd.ProcessState, i.logPath, i.logTail())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -291,16 +279,6 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// freePort is a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("gitea: finding a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // without is env without the variables that start with one of the prefixes.

@@ -8,8 +8,12 @@ import (
 )
 
 // ownGroup starts cmd in a process group of its own, so that killGroup reaches what
-// it leaves behind too.
-func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+// it leaves behind too, and, where the system can, has it terminated when this
+// process dies without closing the instance (a test's timeout, a kill).
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
+}
 
 func terminate(cmd *exec.Cmd) { cmd.Process.Signal(syscall.SIGTERM) }
 

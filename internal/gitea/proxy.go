@@ -32,13 +32,14 @@ type gate struct {
 	open          chan struct{}
 }
 
-func newProxy(ln net.Listener, target *url.URL) *proxy {
+func newProxy(ln net.Listener, target *url.URL, transport http.RoundTripper) *proxy {
 	p := &proxy{closed: make(chan struct{})}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Host = r.In.Host // Gitea sees the host the client asked for
 		},
+		Transport:     transport,
 		FlushInterval: -1, // pass progress and sideband lines on at once
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: time.Minute}

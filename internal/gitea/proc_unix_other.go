@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package gitea
+
+import "syscall"
+
+func dieWithParent(a *syscall.SysProcAttr) {}
