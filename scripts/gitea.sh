@@ -14,8 +14,9 @@
 # The source comes from the Go module proxy (Go's own default, or whatever GOPROXY the
 # environment names): go mod download, then a writable copy in a temporary directory,
 # so nothing is written into this repository or into the module cache's read-only tree.
-# The build ignores the caller's GOFLAGS, workspace and toolchain switching: those are
-# for refretry's module, not Gitea's.
+# The build ignores the caller's Go settings (go env file, GOFLAGS, workspace,
+# toolchain switching, target platform): those are for refretry's module, not Gitea's.
+# GOPROXY and the like still come from the environment when set there.
 #
 # Environment:
 #   REFRETRY_GITEA_CACHE  directory of the binary
@@ -62,8 +63,10 @@ if works; then
 fi
 
 # The caller's Go settings are for refretry's module: none of them reach this build.
-export GOFLAGS='' GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=1
-unset GOOS GOARCH GO111MODULE GOFIPS140 GOEXPERIMENT
+# GOENV=off: go reads no go env file, where an empty variable would otherwise fall
+# back to the file's value (GOFLAGS='' alone does not clear a GOFLAGS set there).
+export GOENV=off GOFLAGS='' GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=1
+unset GOOS GOARCH GO111MODULE GOFIPS140 GOEXPERIMENT GOAMD64 GOARM64
 
 command -v go >/dev/null || die "no go on PATH"
 command -v gcc >/dev/null || command -v cc >/dev/null || die "no C compiler on PATH (the SQLite driver needs cgo)"
@@ -76,8 +79,9 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 log "go mod download $module@$version"
-dir=$(go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-[ -n "$dir" ] && [ -f "$dir/go.mod" ] || die "go mod download $module@$version gave no source directory"
+json=$(go mod download -json "$module@$version") || die "go mod download $module@$version: $json"
+dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+[ -n "$dir" ] && [ -f "$dir/go.mod" ] || die "go mod download $module@$version gave no source directory: $json"
 
 src="$work/src"
 mkdir "$src"
