@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -306,5 +312,89 @@ func TestBinaryNotGitea(t *testing.T) {
 	_, err := Binary()
 	if err == nil || errors.Is(err, ErrNoBinary) {
 		t.Fatalf("Binary() with %s=/bin/true: %v, want an error that is not ErrNoBinary", EnvBinary, err)
+	}
+}
+
+func TestStartFails(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("false")
+	if err != nil {
+		t.Skip("no false on PATH")
+	}
+	_, err = Start(Options{Binary: bin})
+	if err == nil || !strings.Contains(err.Error(), "gitea migrate") {
+		t.Fatalf("Start with %s as Gitea: %v, want the failure of gitea migrate", bin, err)
+	}
+}
+
+// TestProxy checks the proxy's counting and holding against a plain backend: no
+// Gitea needed.
+func TestProxy(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var backend []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		backend = append(backend, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(srv.URL)
+	p := newProxy(ln, target, http.DefaultTransport)
+	defer p.close()
+	base := "http://" + ln.Addr().String() + "/u/r.git/"
+	post := func(path, body string) {
+		t.Helper()
+		resp, err := http.Post(base+path, "application/x-git-receive-pack-request", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	seen := func() int { mu.Lock(); defer mu.Unlock(); return len(backend) }
+
+	post("git-upload-pack", "0014command=ls-refs\n0000")
+	post("git-receive-pack", "0000") // the probe before a large pack
+	resp, err := http.Get(base + "info/refs?service=git-receive-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if p.pushes.Load() != 0 || p.uploadPacks.Load() != 1 || seen() != 3 {
+		t.Fatalf("pushes %d, upload-packs %d, backend saw %d; want 0, 1, 3", p.pushes.Load(), p.uploadPacks.Load(), seen())
+	}
+
+	p.hold(3)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); post("git-receive-pack", "00a0 a push") }()
+	}
+	for { // until the proxy holds both
+		p.mu.Lock()
+		arrived := p.gate.arrived
+		p.mu.Unlock()
+		if arrived == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	if got := seen(); got != 3 {
+		t.Fatalf("the backend saw %d requests while two pushes were held, want 3", got)
+	}
+	post("git-receive-pack", "00a0 the third push") // opens the gate
+	wg.Wait()
+	if p.pushes.Load() != 3 || seen() != 6 {
+		t.Fatalf("pushes %d, backend saw %d; want 3, 6", p.pushes.Load(), seen())
+	}
+	post("git-receive-pack", "00a0 not held") // the gate is gone
+	if p.pushes.Load() != 4 {
+		t.Fatalf("pushes %d, want 4", p.pushes.Load())
 	}
 }

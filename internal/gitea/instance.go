@@ -232,6 +232,7 @@ func (i *Instance) Close() {
 		if i.proxy != nil {
 			i.proxy.close()
 		}
+		i.client.CloseIdleConnections()
 		os.RemoveAll(i.Dir)
 	})
 }
