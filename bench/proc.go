@@ -47,6 +47,9 @@ type runner struct {
 	home    string // HOME of every child
 	timeout time.Duration
 	self    string // this executable, used as the start gate
+	// stdoutToo makes gated children's standard output go where their
+	// standard error goes (outcome.stderr and stderrTail), interleaved.
+	stdoutToo bool
 }
 
 func newRunner(ctx context.Context, cfg config, root string) (*runner, error) {
@@ -171,6 +174,9 @@ type outcome struct {
 	cpu     time.Duration
 	gateCPU time.Duration
 	minflt  int64 // ru_minflt from wait4, includes reaped descendants
+
+	// stderrTail is the last stderrKeep bytes (gated children only).
+	stderrTail string
 }
 
 // targetCPU is the CPU time of what the child ran, without the gate.
@@ -290,11 +296,24 @@ func readGateCPU(r io.Reader) (map[int]time.Duration, error) {
 // from its spawn. Each outcome carries the child's wait4 CPU time and the
 // part of it the gate used before exec.
 func (r *runner) concurrent(dir string, argvs [][]string) ([]outcome, time.Duration, error) {
+	dirs := make([]string, len(argvs))
+	for i := range dirs {
+		dirs[i] = dir
+	}
+	return r.concurrentIn(dirs, argvs)
+}
+
+// concurrentIn is concurrent with each child started in its own directory,
+// dirs[i] for argvs[i].
+func (r *runner) concurrentIn(dirs []string, argvs [][]string) ([]outcome, time.Duration, error) {
+	if len(dirs) != len(argvs) {
+		return nil, 0, fmt.Errorf("%d directories for %d commands", len(dirs), len(argvs))
+	}
 	p, err := newGatePipes()
 	if err != nil {
 		return nil, 0, err
 	}
-	children, startErr := r.startGated(dir, argvs, p)
+	children, startErr := r.startGated(dirs, argvs, p)
 	defer func() {
 		for _, c := range children {
 			c.cancel()
@@ -334,6 +353,7 @@ func (r *runner) concurrent(dir string, argvs [][]string) ([]outcome, time.Durat
 	}
 	for i, c := range children {
 		outcomes[i].stderr = c.stderr.String()
+		outcomes[i].stderrTail = c.stderr.Tail()
 		outcomes[i].wall = wall
 		outcomes[i].setUsage(c.cmd.ProcessState)
 		outcomes[i].gateCPU = gc.byPID[c.cmd.Process.Pid]
@@ -343,13 +363,13 @@ func (r *runner) concurrent(dir string, argvs [][]string) ([]outcome, time.Durat
 
 // startGated spawns the gated children. On error it also returns those
 // started so far, so that the caller can release and reap them.
-func (r *runner) startGated(dir string, argvs [][]string, p gatePipes) ([]gated, error) {
+func (r *runner) startGated(dirs []string, argvs [][]string, p gatePipes) ([]gated, error) {
 	env := append(slices.Clip(r.env), gateEnv+"=1")
 	children := make([]gated, 0, len(argvs))
-	for _, argv := range argvs {
+	for i, argv := range argvs {
 		ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
 		c := gated{
-			cmd:    r.command(ctx, dir, append([]string{r.self}, argv...)),
+			cmd:    r.command(ctx, dirs[i], append([]string{r.self}, argv...)),
 			ctx:    ctx,
 			cancel: cancel,
 			stderr: &headBuffer{max: stderrKeep},
@@ -357,6 +377,9 @@ func (r *runner) startGated(dir string, argvs [][]string, p gatePipes) ([]gated,
 		c.cmd.Env = env
 		c.cmd.ExtraFiles = []*os.File{p.gateR, p.readyW, p.cpuW} // fds 3, 4 and 5
 		c.cmd.Stderr = c.stderr
+		if r.stdoutToo {
+			c.cmd.Stdout = c.stderr
+		}
 		if err := c.cmd.Start(); err != nil {
 			cancel()
 			return children, err
@@ -467,17 +490,26 @@ func readHWM(path string) (int64, bool) {
 	return 0, false
 }
 
-// headBuffer keeps the first max bytes written to it and drops the rest.
+// headBuffer keeps the first max bytes written to it, and separately the
+// last max bytes, and drops the rest.
 type headBuffer struct {
-	buf []byte
-	max int
+	buf  []byte
+	tail []byte
+	max  int
 }
 
 func (b *headBuffer) Write(p []byte) (int, error) {
 	if room := b.max - len(b.buf); room > 0 {
 		b.buf = append(b.buf, p[:min(room, len(p))]...)
 	}
+	b.tail = append(b.tail, p[max(0, len(p)-b.max):]...)
+	if over := len(b.tail) - b.max; over > 0 {
+		b.tail = append(b.tail[:0], b.tail[over:]...)
+	}
 	return len(p), nil
 }
 
 func (b *headBuffer) String() string { return string(b.buf) }
+
+// Tail is the last max bytes written (all of them when fewer were).
+func (b *headBuffer) Tail() string { return string(b.tail) }
