@@ -39,6 +39,19 @@ type config struct {
 	fetchers   intList   // concurrent fetch counts
 	oldGit     string    // the older git of the fetch phase (files backend only)
 	oldGitSkip string    // why oldGit cannot be used; empty when it can
+	matrix     matrixConfig
+}
+
+// matrixConfig is the matrix phase's part of the command line.
+type matrixConfig struct {
+	jobs        intList  // concurrent job counts
+	modes       nameList // what the jobs write (matrixModes)
+	methods     nameList // how they push (matrixMethods)
+	servers     nameList // what they push to (matrixServerNames)
+	checkout    string   // the checkout form (matrixCheckouts)
+	pushTimeout time.Duration
+	jobTimeout  time.Duration
+	trials      int // 0 means -trials; -quick sets 1
 }
 
 // wants reports whether the phase named phase should run.
@@ -85,6 +98,15 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		timeout:    10 * time.Minute,
 		fetchers:   intList{16, 32, 64},
 		oldGit:     "git",
+		matrix: matrixConfig{
+			jobs:        intList{16, 64, 128},
+			modes:       matrixModeNames(),
+			methods:     matrixMethodNames(),
+			servers:     slices.Clone(matrixServerNames),
+			checkout:    "detached",
+			pushTimeout: time.Minute, // refretry's own default
+			jobTimeout:  5 * time.Minute,
+		},
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(errOut)
@@ -96,8 +118,15 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.IntVar(&cfg.singleRuns, "single-runs", cfg.singleRuns, "single-update calls per tool and backend")
 	fs.Var(&cfg.fetchers, "fetchers", "comma-separated concurrent fetch counts")
 	fs.StringVar(&cfg.oldGit, "old-git", cfg.oldGit, "an older git (2.39) for the fetch phase's files rows; skipped when not found")
-	quick := fs.Bool("quick", false, "smoke-run sizes: writers 20,40, batches 1000, fetchers 2, trials 2, single-runs 20")
-	fs.StringVar(&cfg.only, "only", "", "run only `concurrency`, `overhead` or `fetch` (default all)")
+	fs.Var(&cfg.matrix.jobs, "matrix-jobs", "comma-separated concurrent matrix job counts")
+	fs.Var(&cfg.matrix.modes, "matrix-modes", "comma-separated matrix modes: "+strings.Join(matrixModeNames(), ","))
+	fs.Var(&cfg.matrix.methods, "matrix-methods", "comma-separated matrix methods (default all: "+strings.Join(matrixMethodNames(), ",")+")")
+	fs.Var(&cfg.matrix.servers, "matrix-servers", "comma-separated servers the matrix jobs push to: "+strings.Join(matrixServerNames, ",")+" (gitea is skipped, with the reason, without a Gitea binary)")
+	fs.StringVar(&cfg.matrix.checkout, "matrix-checkout", cfg.matrix.checkout, "the matrix jobs' checkout: "+strings.Join(matrixCheckoutNames(), ", "))
+	fs.DurationVar(&cfg.matrix.pushTimeout, "matrix-push-timeout", cfg.matrix.pushTimeout, "refretry's --timeout in the matrix jobs")
+	fs.DurationVar(&cfg.matrix.jobTimeout, "matrix-job-timeout", cfg.matrix.jobTimeout, "per matrix job process timeout")
+	quick := fs.Bool("quick", false, "smoke-run sizes: writers 20,40, batches 1000, fetchers 2, trials 2, single-runs 20; matrix: 4 jobs, 1 trial, http only")
+	fs.StringVar(&cfg.only, "only", "", "run only `concurrency`, `overhead`, `fetch` or `matrix` (default all)")
 	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")
 	fs.DurationVar(&cfg.timeout, "timeout", cfg.timeout, "per child process timeout")
 	fs.Var(&cfg.variants, "variants", "comma-separated concurrency variants to run (default all: "+strings.Join(variantNames, ",")+")")
@@ -142,6 +171,15 @@ func applyQuick(cfg *config, set map[string]bool) {
 	if !set["single-runs"] {
 		cfg.singleRuns = 20
 	}
+	if !set["matrix-jobs"] {
+		cfg.matrix.jobs = intList{4}
+	}
+	if !set["matrix-servers"] {
+		cfg.matrix.servers = nameList{"http"}
+	}
+	if !set["trials"] {
+		cfg.matrix.trials = 1
+	}
 }
 
 func (c config) validate() error {
@@ -164,11 +202,14 @@ func (c config) validate() error {
 			return fmt.Errorf("-variants: unknown variant %q (known: %s)", v, strings.Join(variantNames, ","))
 		}
 	}
+	if err := c.validateMatrix(); err != nil {
+		return err
+	}
 	switch c.only {
-	case "", "concurrency", "overhead", "fetch":
+	case "", "concurrency", "overhead", "fetch", "matrix":
 		return nil
 	}
-	return fmt.Errorf("-only must be concurrency, overhead or fetch, not %q", c.only)
+	return fmt.Errorf("-only must be concurrency, overhead, fetch or matrix, not %q", c.only)
 }
 
 // resolvePaths makes the executables absolute, since children run in
@@ -307,6 +348,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		{"concurrency", runConcurrency},
 		{"overhead", runOverhead},
 		{"fetch", runFetch},
+		{"matrix", runMatrix},
 	}
 	var phaseErr error
 	for _, p := range phases {

@@ -31,6 +31,7 @@ func machineSection(r *runner, cfg config) string {
 	}
 	row("Go", runtime.Version())
 	row("date", time.Now().UTC().Format(time.RFC3339))
+	row("load average at the start (`/proc/loadavg`: 1, 5, 15 min)", loadAverages())
 	variants := "all"
 	if len(cfg.variants) > 0 {
 		variants = cfg.variants.String()
@@ -41,11 +42,29 @@ func machineSection(r *runner, cfg config) string {
 	}
 	row("settings", fmt.Sprintf("phases=%s trials=%d writers=%s batches=%s single-runs=%d fetchers=%s timeout=%v variants=%s",
 		only, cfg.trials, cfg.writers.String(), cfg.batches.String(), cfg.singleRuns, cfg.fetchers.String(), cfg.timeout, variants))
+	if cfg.wants("matrix") {
+		m := cfg.matrix
+		row("matrix settings", fmt.Sprintf("jobs=%s modes=%s methods=%s servers=%s checkout=%s trials=%d refretry --timeout %v, job timeout %v",
+			m.jobs.String(), m.modes.String(), m.methods.String(), m.servers.String(), m.checkout, cfg.trialsOfMatrix(), m.pushTimeout, m.jobTimeout))
+	}
 	for _, e := range cfg.extras {
 		row("single-update extra", e.label+": `"+e.path+"`")
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// loadAverages are the 1, 5 and 15 minute load averages.
+func loadAverages() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], ", ")
 }
 
 // commandLine returns the first output line of a command, or the error.

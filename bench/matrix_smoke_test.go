@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets this test binary act as the start gate, as the bench
+// binary does: gated children are a re-exec of it.
+func TestMain(m *testing.M) {
+	if os.Getenv(gateEnv) == "1" {
+		os.Exit(gateMain(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestMatrixSmoke runs the matrix phase with 3 jobs against the HTTP server,
+// with plain git and refretry push --rebase, in every mode, and checks what
+// landed. It asserts outcomes, never times.
+func TestMatrixSmoke(t *testing.T) {
+	git := os.Getenv("REFRETRY_TEST_GIT")
+	if git == "" {
+		t.Skip("REFRETRY_TEST_GIT is not set")
+	}
+	git, err := resolveExe(git)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "refretry")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building refretry: %v\n%s", err, out)
+	}
+
+	cfg := config{git: git, refretry: bin, trials: 1, timeout: 2 * time.Minute, charts: t.TempDir()}
+	cfg.matrix = matrixConfig{
+		jobs: intList{3}, modes: matrixModeNames(), methods: nameList{"git", "rebase"}, servers: nameList{"http"},
+		checkout: "detached", pushTimeout: time.Minute, jobTimeout: 2 * time.Minute,
+	}
+	if err := cfg.validateMatrix(); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	r, err := newRunner(context.Background(), cfg, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := matrixPhase(r, cfg, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.servers) != 1 || rep.servers[0].name != "http" {
+		t.Fatalf("servers %+v", rep.servers)
+	}
+	trials := rep.servers[0].trials
+	for _, mode := range matrixModes {
+		plain := trials[matrixKey{mode.name, "git", 3}]
+		rebase := trials[matrixKey{mode.name, "rebase", 3}]
+		if len(plain) != 1 || len(rebase) != 1 {
+			t.Fatalf("%s: %d git and %d rebase trials, want 1 each", mode.name, len(plain), len(rebase))
+		}
+		for name, res := range map[string]matrixResult{"git": plain[0], "rebase": rebase[0]} {
+			c := res.check
+			if c.okLost != 0 || c.dup != 0 || c.once+c.lost != 3 || c.once != res.landed {
+				t.Errorf("%s, %s: %d exited 0, results %+v", mode.name, name, res.landed, c)
+			}
+			if res.pushes < res.landed || res.wall <= 0 || res.clientCPU <= 0 {
+				t.Errorf("%s, %s: %d pushes for %d landed, wall %v, client CPU %v", mode.name, name, res.pushes, res.landed, res.wall, res.clientCPU)
+			}
+		}
+		// Every plain push but the first is refused; the union of results.csv
+		// and separate files rebase cleanly, so every refretry job lands.
+		if plain[0].landed != 1 {
+			t.Errorf("%s: %d plain pushes landed, want 1", mode.name, plain[0].landed)
+		}
+		if !mode.shared || mode.union {
+			if rebase[0].landed != 3 {
+				t.Errorf("%s: %d of 3 refretry --rebase jobs landed: %s", mode.name, rebase[0].landed, rebase[0].firstErr)
+			}
+		}
+	}
+	out := rep.render()
+	for _, want := range []string{"### http, union", "| 3 | rebase |", "matrix-http-union-pushes.svg"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
