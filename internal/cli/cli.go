@@ -33,6 +33,7 @@ type CLI struct {
 	Fetch     FetchCmd     `cmd:"" help:"Run git fetch with these arguments, retrying local lock contention, refs moved by a concurrent fetch, and transport failures."`
 	Version   VersionCmd   `cmd:"" help:"Print refretry's version."`
 	Shim      ShimCmd      `cmd:"" help:"Install or remove the git shim: refretry under the name git, so that unchanged tools get it for git update-ref."`
+	Gather    GatherCmd    `cmd:"" help:"List, land or discard the commits push --gather staged on a remote."`
 }
 
 // Streams are the caller's standard streams.
@@ -103,7 +104,7 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 		kargs = append(kargs, cmdWord)
 	}
 	switch {
-	case cmdWord == "shim": // its arguments are kong's
+	case cmdWord == "shim" || cmdWord == "gather": // their arguments are kong's
 		kargs, rest = append(kargs, rest...), nil
 	case (cmdWord == "push" || cmdWord == "fetch") && slices.Contains(beforeDashDash(rest), "--help"):
 		kargs = append(kargs, "--help")
@@ -131,6 +132,8 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 const usage = `Usage: refretry [options] <git update-ref arguments>
        refretry [options] update-ref <git update-ref arguments>
        refretry [options] push [--no-atomic] [--rebase] [--regenerate COMMAND] <git push arguments>
+       refretry [options] push --gather [--gather-max N] <remote> [<src>:]<branch>
+       refretry [options] gather list|land|discard <remote> <branch> [<id>...]
        refretry [options] fetch <git fetch arguments>
        refretry version
        refretry shim install|uninstall [--dir DIR]

@@ -306,7 +306,7 @@ func fastOptions(own []string) (opts *Options, ok bool) {
 
 // commands are the words that name a command; any other first argument after
 // refretry's options starts update-ref's.
-var commands = []string{"update-ref", "version", "push", "fetch", "shim"}
+var commands = []string{"update-ref", "version", "push", "fetch", "shim", "gather"}
 
 // splitArgs separates refretry's own options (which come first), the optional command
 // word, and the command's arguments (everything from the first other argument on).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -21,18 +22,21 @@ type PushCmd struct {
 	NoAtomic   bool   `help:"Push without --atomic: refs the remote accepts are updated even when others are rejected."`
 	Rebase     bool   `help:"When a branch was rejected because the remote moved it, replay the pushed commits onto the remote's tip and push again (from a branch, a detached HEAD or <commit>:<branch>)."`
 	Regenerate string `help:"When a branch was rejected because the remote moved it (or --rebase conflicts), reset the checked-out commit and work tree to the remote's tip, run this shell command there, commit what it changed with the original commit's author and message, and push again." placeholder:"COMMAND"`
+	Gather     bool   `help:"Land the commit on the branch with the other jobs pushing to it: stage it in a ref of its own, and let one job replay everyone's onto the branch in one push (docs/push.md). Takes <remote> [<src>:]<branch>; with --rebase or --regenerate, a commit that conflicts falls back to them."`
+	GatherMax  int    `help:"Staged commits one gather takes at most (forges cap the refs one push updates)." default:"64" placeholder:"N"`
 
 	// Args are git push's arguments, verbatim; Run fills them in, kong never sees them.
 	Args []string `kong:"-"`
 }
 
 // pushOptions are PushCmd's own options, by spelling, read from its declaration: its
-// bool flags and its string options (which take a value, "--x v" or "--x=v").
+// bool flags and its string and int options (which take a value, "--x v" or "--x=v").
 var pushOptions = sync.OnceValue(func() map[string]int {
 	t := reflect.TypeFor[PushCmd]()
 	m := map[string]int{}
 	for i := range t.NumField() {
-		if f := t.Field(i); f.Type.Kind() == reflect.Bool || f.Type.Kind() == reflect.String {
+		switch f := t.Field(i); f.Type.Kind() {
+		case reflect.Bool, reflect.String, reflect.Int:
 			m["--"+flagName(f)] = i
 		}
 	}
@@ -48,6 +52,9 @@ var gitPushValueOptions = []string{"-o", "--push-option", "--receive-pack", "--e
 func (c *PushCmd) takeOptions(args []string) ([]string, error) {
 	rest := make([]string, 0, len(args))
 	v := reflect.ValueOf(c).Elem()
+	if f, ok := reflect.TypeFor[PushCmd]().FieldByName("GatherMax"); ok && c.GatherMax == 0 {
+		c.GatherMax, _ = strconv.Atoi(f.Tag.Get("default")) // kong never sees these options
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -56,20 +63,31 @@ func (c *PushCmd) takeOptions(args []string) ([]string, error) {
 		name, value, hasValue := strings.Cut(a, "=")
 		if field, ok := pushOptions()[name]; ok {
 			f := v.Field(field)
-			switch {
-			case f.Kind() == reflect.Bool && !hasValue:
+			if f.Kind() == reflect.Bool {
+				if hasValue {
+					rest = append(rest, a) // not refretry's spelling: git's to judge
+					continue
+				}
 				f.SetBool(true)
 				continue
-			case f.Kind() == reflect.String && hasValue:
-				f.SetString(value)
-				continue
-			case f.Kind() == reflect.String && i+1 < len(args):
-				i++
-				f.SetString(args[i])
-				continue
-			case f.Kind() == reflect.String:
-				return nil, &usageError{msg: "push: " + name + " needs a value"}
 			}
+			if !hasValue {
+				if i+1 >= len(args) {
+					return nil, &usageError{msg: "push: " + name + " needs a value"}
+				}
+				i++
+				value = args[i]
+			}
+			if f.Kind() == reflect.Int {
+				n, err := strconv.Atoi(value)
+				if err != nil || n < 1 {
+					return nil, &usageError{msg: fmt.Sprintf("push: %s needs a positive number, not %q", name, value)}
+				}
+				f.SetInt(int64(n))
+				continue
+			}
+			f.SetString(value)
+			continue
 		}
 		rest = append(rest, a)
 		if slices.Contains(gitPushValueOptions, a) && i+1 < len(args) {
@@ -91,6 +109,9 @@ func (c *PushCmd) Run(in *invocation) error {
 		return err
 	}
 	lg := in.log("push")
+	if c.Gather {
+		return c.runGather(in, lg, rest)
+	}
 	p := &push.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
 		Stdout: in.s.Stdout, Stderr: lg.Stderr(),

@@ -185,8 +185,8 @@ func identEnv(env []string, role string, id Ident, withDate bool) []string {
 	return env
 }
 
-// CommitTree writes tree as a commit on parent with c's author, author date and
-// message. The committer is c's with its date when keepCommitter is set; otherwise
+// CommitTree writes tree as a commit on parent ("" for a root commit) with c's
+// author, author date and message. The committer is c's with its date when keepCommitter is set; otherwise
 // the caller's identity, or c's committer (dated now) when the caller has none
 // configured (a CI job that set an identity only for the step that committed).
 func (r Repo) CommitTree(ctx context.Context, c Commit, tree, parent string, keepCommitter bool) (string, error) {
@@ -199,7 +199,11 @@ func (r Repo) CommitTree(ctx context.Context, c Commit, tree, parent string, kee
 			env = identEnv(env, "COMMITTER", c.Committer, false)
 		}
 	}
-	cmd := r.Command(ctx, env, "commit-tree", tree, "-p", parent)
+	args := []string{"commit-tree", tree}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	cmd := r.Command(ctx, env, args...)
 	cmd.Stdin = bytes.NewReader(c.Message)
 	out, err := gitexec.Capture(cmd)
 	if err != nil {

@@ -1,0 +1,150 @@
+package gather
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/refretry/refretry/internal/replay"
+)
+
+// Entry is one of a branch's gather refs on the remote.
+type Entry struct {
+	ID     string
+	Ref    string
+	Commit string
+	State  string    // "staged", "conflict" (a gather could not replay it) or "discarded"
+	At     time.Time // when it was staged (from its id); zero when the id is not a UUIDv7
+}
+
+// Listing is what the remote holds of a branch's gathering.
+type Listing struct {
+	Head    string  // the branch's value
+	Lease   string  // the lease's value, "" when no gather holds it
+	Entries []Entry // oldest first
+}
+
+// List reads the branch's staged, conflicting and discarded commits and its lease
+// from the remote (one ls-remote).
+func (r *Runner) List(ctx context.Context) (Listing, error) {
+	u := r.newRun(ctx)
+	st, err := u.look(ctx)
+	if err != nil {
+		return Listing{}, err
+	}
+	l := Listing{Head: st.head, Lease: st.lease}
+	add := func(state string, refs map[string]string, ref func(string) string) {
+		for id, c := range refs {
+			l.Entries = append(l.Entries, Entry{ID: id, Ref: ref(id), Commit: c, State: state, At: stagedAt(id)})
+		}
+	}
+	add("staged", st.staged, u.n.staged)
+	add("conflict", st.conflict, u.n.conflict)
+	add("discarded", st.discarded, u.n.discarded)
+	slices.SortFunc(l.Entries, func(a, b Entry) int { return strings.Compare(a.ID, b.ID) })
+	return l, nil
+}
+
+// Land gathers what is staged without a commit of its own, as a fan-in job or an
+// operator after an outage does: it takes the lease (waiting for a gather in
+// progress, and taking over a lease that has not changed for LeaseTimeout), gathers
+// wave after wave until nothing is staged, and returns how many commits it landed.
+// Commits that conflict are left in the conflict namespace.
+func (r *Runner) Land(ctx context.Context) (Result, error) {
+	u := r.newRun(ctx)
+	defer u.cleanup()
+	// The lease's value must be an object the remote has or is sent: a commit of
+	// refretry's own, unique to this run, so that no job mistakes the lease for its.
+	id, err := newID()
+	if err != nil {
+		return u.res, err
+	}
+	empty, err := u.repo.Output(ctx, "mktree")
+	if err != nil {
+		return u.res, err
+	}
+	info := replay.Commit{Message: []byte("refretry gather land " + id + "\n"),
+		Author: replay.Ident{Name: "refretry", Email: "refretry@localhost"}}
+	info.Committer = info.Author
+	marker, err := u.repo.CommitTree(ctx, info, empty, "", false)
+	if err != nil {
+		return u.res, err
+	}
+	var leaseSeen string
+	var leaseSince time.Time
+	interval := pollMin
+	for {
+		st, err := u.look(ctx)
+		if err == nil {
+			if len(st.staged) == 0 {
+				if st.lease == marker {
+					u.takeLease(ctx, marker, "") // nothing left: let it go
+				}
+				return u.res, nil
+			}
+			if st.lease != leaseSeen || leaseSince.IsZero() {
+				leaseSeen, leaseSince = st.lease, time.Now()
+			}
+			switch {
+			case st.lease == marker:
+				if err := u.gather(ctx, st, marker); err != nil {
+					return u.res, err
+				}
+				continue
+			case st.lease == "":
+				if u.takeLease(ctx, "", marker) {
+					continue
+				}
+			case time.Since(leaseSince) > u.leaseTimeout():
+				u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), u.leaseTimeout())
+				if u.takeLease(ctx, st.lease, marker) {
+					continue
+				}
+			}
+			interval = nextInterval(interval, len(st.staged))
+		}
+		if u.left() <= 0 {
+			return u.res, fmt.Errorf("staged commits are left after %v: the budget ended", time.Since(u.start).Round(time.Millisecond))
+		}
+		if err := sleep(ctx, min(jitter(interval), u.left())); err != nil {
+			return u.res, err
+		}
+	}
+}
+
+// Discard removes staged commits (by id) from the remote in one atomic push, marking
+// each discarded so that its job, if it is still waiting, fails instead of waiting on;
+// it removes conflict and discarded marks of those ids too. An id the remote does not
+// have is an error, and nothing is removed.
+func (r *Runner) Discard(ctx context.Context, ids []string) error {
+	u := r.newRun(ctx)
+	st, err := u.look(ctx)
+	if err != nil {
+		return err
+	}
+	var specs []string
+	for _, id := range ids {
+		found := false
+		if c, ok := st.staged[id]; ok {
+			specs = append(specs, "--force-with-lease="+u.n.staged(id)+":"+c, ":"+u.n.staged(id),
+				"--force-with-lease="+u.n.discarded(id)+":", c+":"+u.n.discarded(id))
+			found = true
+		}
+		for ref, refs := range map[string]map[string]string{u.n.conflict(id): st.conflict, u.n.discarded(id): st.discarded} {
+			if c, ok := refs[id]; ok {
+				specs = append(specs, "--force-with-lease="+ref+":"+c, ":"+ref)
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("%s: nothing of that id is staged for %s", id, u.n.head())
+		}
+	}
+	if ok, perr := u.pushRefs(ctx, specs); !ok {
+		u.stderr().Write(u.lastPush.Stderr)
+		return fmt.Errorf("discarding: %w", perr)
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+// Package gather lands the commits of many CI jobs on one branch of a remote with a
+// few contended updates instead of one per job: group commit across machines, with
+// the remote as the only meeting point.
+//
+// N jobs that each push to one branch race: every success moves the branch under the
+// pushes still in flight, so N jobs cost about N²/4 pushes. With gather, each job:
+//
+//  1. Stages its commit: one push creating a ref of its own,
+//     refs/refretry/gather/<branch>/<id> (<id> a time-ordered UUIDv7), which nobody
+//     else contends for. From then on the result is durable: it lands even if the job
+//     dies (by another job's gather, or `refretry gather land`).
+//  2. Waits, reading the remote with ls-remote, for one job to gather. A gatherer is
+//     elected through the remote: it creates refs/refretry/lease/<branch> with a
+//     compare-and-swap (the job whose staged ref is the oldest tries first; any job
+//     tries once the lease has been free for a moment), pointing at its own staged
+//     commit. A lease that stays unchanged for LeaseTimeout (as seen by each waiter on
+//     its own clock) counts as abandoned and is taken over with another
+//     compare-and-swap.
+//  3. The gatherer fetches the branch and up to MaxPerWave staged commits (with their
+//     parents, so a depth-1 clone suffices), replays each staged commit onto the tip
+//     in id order without a work tree (internal/replay: merge-tree against the commit's
+//     parent, the repository's merge attributes applied; author, committer, dates and
+//     message kept, and a "Refretry-Gather: <id>" trailer added), and pushes
+//     atomically: the branch from its old value to the new tip, the deletion of every
+//     staged ref it included (each at its staged value), and the deletion of its
+//     lease. A staged commit that does not replay cleanly is moved, in the same push,
+//     to refs/refretry/conflict/<branch>/<id>, for its own job to deal with; a
+//     gatherer never fails because of someone else's conflict.
+//
+// The outcome is checkable from the remote alone: a job's staged ref disappears only
+// in an atomic push that also moved the branch to a commit containing it (landed),
+// moved it to the conflict namespace (conflict), or marked it discarded
+// (refs/refretry/discarded/<branch>/<id>, by `refretry gather discard`). So a job exits
+// 0 exactly when its commit is on the branch. Nothing is half-applied and nothing lands
+// twice: every ref a gather changes is compare-and-swapped in one atomic push, so of
+// two gatherers racing at most one succeeds, and the other's push changes nothing.
+//
+// A job whose commits are several is staged as one commit (the tree of its last
+// commit on the remote tip it started from, with the last commit's author and
+// message). A job's commit already on the branch lands at once.
+package gather

@@ -1,0 +1,338 @@
+package gather_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/refretry/refretry/gather"
+	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/retry"
+)
+
+// remote is a bare repository with main, reached over file://.
+type remote struct {
+	t   *testing.T
+	g   testutil.Git
+	dir string
+	env []string
+}
+
+func newRemote(t *testing.T, g testutil.Git, files map[string]string) *remote {
+	t.Helper()
+	root := t.TempDir()
+	r := &remote{t: t, g: g, dir: filepath.Join(root, "r.git"), env: hermetic.Env(os.Environ(), root)}
+	run(t, g, root, r.env, "init", "-q", "--bare", "-b", "main", r.dir)
+	seed := filepath.Join(root, "seed")
+	run(t, g, root, r.env, "init", "-q", "-b", "main", seed)
+	for name, content := range files {
+		write(t, filepath.Join(seed, name), content)
+	}
+	write(t, filepath.Join(seed, "README"), "seed\n")
+	run(t, g, seed, r.env, "add", ".")
+	run(t, g, seed, r.env, "commit", "-q", "-m", "seed")
+	run(t, g, seed, r.env, "commit", "-q", "--allow-empty", "-m", "second") // so that depth 1 cuts
+	run(t, g, seed, r.env, "push", "-q", "file://"+r.dir, "main")
+	return r
+}
+
+func (r *remote) url() string { return "file://" + r.dir }
+
+// refs is the remote's refs under prefix.
+func (r *remote) refs(prefix string) map[string]string {
+	out := run(r.t, r.g, r.dir, r.env, "for-each-ref", "--format=%(refname) %(objectname)", prefix)
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if ref, oid, ok := strings.Cut(line, " "); ok {
+			m[ref] = oid
+		}
+	}
+	return m
+}
+
+// job is a CI job's work tree: a depth-1 clone of main, detached.
+type job struct {
+	dir string
+	env []string
+}
+
+func newJob(t *testing.T, r *remote, name string, files map[string]string) job {
+	t.Helper()
+	root := t.TempDir()
+	j := job{dir: filepath.Join(root, "w"), env: hermetic.Env(os.Environ(), root)}
+	run(t, r.g, root, j.env, "clone", "-q", "--depth=1", "--branch=main", r.url(), j.dir)
+	run(t, r.g, j.dir, j.env, "checkout", "-q", "--detach")
+	for path, content := range files {
+		write(t, filepath.Join(j.dir, path), content)
+	}
+	run(t, r.g, j.dir, j.env, "add", "-A")
+	run(t, r.g, j.dir, j.env, "commit", "-q", "-m", "result of "+name)
+	return j
+}
+
+func (j job) runner(r *remote, configure func(*gather.Runner)) *gather.Runner {
+	gr := &gather.Runner{
+		Git: r.g.Path, Dirs: []string{j.dir}, Env: j.env, Remote: "origin", Branch: "main", Source: "HEAD",
+		Policy: func() (retry.Policy, error) {
+			return retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
+				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}, nil
+		},
+	}
+	if configure != nil {
+		configure(gr)
+	}
+	return gr
+}
+
+type outcome struct {
+	res gather.Result
+	err error
+}
+
+// all runs every job's gather at once.
+func all(jobs []job, r *remote, configure func(*gather.Runner)) []outcome {
+	out := make([]outcome, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].res, out[i].err = j.runner(r, configure).Run(context.Background())
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// checkClean wants no staged, lease or conflict refs left on the remote.
+func checkClean(t *testing.T, r *remote) {
+	t.Helper()
+	if left := r.refs("refs/refretry/"); len(left) != 0 {
+		t.Errorf("refretry refs left on the remote: %v", left)
+	}
+}
+
+// TestGatherLands: jobs with a file each, and jobs appending to one line file under
+// merge=union, all land, each commit once on main with its author, message and the
+// gather trailer, and the remote keeps nothing of the gather's.
+func TestGatherLands(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	const n = 8
+	for _, mode := range []string{"files", "union"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			seedFiles := map[string]string{}
+			if mode == "union" {
+				seedFiles[".gitattributes"] = "results.csv merge=union\n"
+				seedFiles["results.csv"] = "job,value\n"
+			}
+			r := newRemote(t, g, seedFiles)
+			jobs := make([]job, n)
+			for i := range jobs {
+				files := map[string]string{fmt.Sprintf("results/job-%02d.txt", i): fmt.Sprint(i)}
+				if mode == "union" {
+					files = map[string]string{"results.csv": fmt.Sprintf("job,value\njob-%02d,%d\n", i, i)}
+				}
+				jobs[i] = newJob(t, r, fmt.Sprintf("job-%02d", i), files)
+			}
+			outs := all(jobs, r, nil)
+			gathered, pushes := 0, 0
+			for i, o := range outs {
+				if o.err != nil || !o.res.Landed {
+					t.Errorf("job %d: landed %v, err %v", i, o.res.Landed, o.err)
+				}
+				gathered += o.res.Gathered
+				pushes += o.res.Pushes
+			}
+			if gathered != n {
+				t.Errorf("gathers landed %d commits in all, want %d", gathered, n)
+			}
+			log := run(t, g, r.dir, r.env, "log", "--format=%s|%an|%(trailers:key=Refretry-Gather,valueonly,separator=)", "main")
+			for i := range n {
+				if c := strings.Count(log, fmt.Sprintf("result of job-%02d|A U Thor|", i)); c != 1 {
+					t.Errorf("job-%02d's commit is on main %d times:\n%s", i, c, log)
+				}
+			}
+			if mode == "union" {
+				content := run(t, g, r.dir, r.env, "show", "main:results.csv")
+				for i := range n {
+					if c := strings.Count(content+"\n", fmt.Sprintf("job-%02d,%d\n", i, i)); c != 1 {
+						t.Errorf("job-%02d's line is in results.csv %d times:\n%s", i, c, content)
+					}
+				}
+			}
+			checkClean(t, r)
+			t.Logf("%d jobs: %d pushes in all", n, pushes)
+		})
+	}
+}
+
+// TestGatherConflict: two jobs change the same line; one lands, the other fails alone
+// with a *ConflictError naming the file, and nothing of its is left on the remote.
+func TestGatherConflict(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	r := newRemote(t, g, map[string]string{"version": "1\n"})
+	jobs := []job{
+		newJob(t, r, "a", map[string]string{"version": "2\n"}),
+		newJob(t, r, "b", map[string]string{"version": "3\n"}),
+		newJob(t, r, "c", map[string]string{"other": "c\n"}),
+	}
+	outs := all(jobs, r, nil)
+	landed, conflicts := 0, 0
+	for i, o := range outs {
+		var ce *gather.ConflictError
+		switch {
+		case o.err == nil && o.res.Landed:
+			landed++
+		case errors.As(o.err, &ce):
+			conflicts++
+			if i == 2 || len(ce.Paths) != 1 || ce.Paths[0] != "version" {
+				t.Errorf("job %d: %v (paths %v)", i, o.err, ce.Paths)
+			}
+		default:
+			t.Errorf("job %d: landed %v, err %v", i, o.res.Landed, o.err)
+		}
+	}
+	if landed != 2 || conflicts != 1 {
+		t.Errorf("%d landed, %d conflicts; want 2 and 1", landed, conflicts)
+	}
+	checkClean(t, r)
+}
+
+// TestGatherAbandoned: a job killed after staging still lands (the next job's gather
+// takes its commit), and a lease whose holder died is taken over once it has not
+// changed for LeaseTimeout.
+func TestGatherAbandoned(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	r := newRemote(t, g, nil)
+	dead := newJob(t, r, "dead", map[string]string{"dead.txt": "d"})
+	deadCommit := run(t, g, dead.dir, dead.env, "rev-parse", "HEAD")
+	// The dead job staged, took the lease, and was killed.
+	run(t, g, dead.dir, dead.env, "push", "-q", "origin",
+		"HEAD:refs/refretry/gather/main/00000000-0000-7000-8000-000000000001", "HEAD:refs/refretry/lease/main")
+	live := newJob(t, r, "live", map[string]string{"live.txt": "l"})
+	o := all([]job{live}, r, func(gr *gather.Runner) { gr.LeaseTimeout = 500 * time.Millisecond })[0]
+	if o.err != nil || !o.res.Landed || o.res.Gathered != 2 {
+		t.Fatalf("landed %v, gathered %d, err %v", o.res.Landed, o.res.Gathered, o.err)
+	}
+	log := run(t, g, r.dir, r.env, "log", "--format=%s", "main")
+	if !strings.Contains(log, "result of dead\n") || !strings.Contains(log, "result of live\n") {
+		t.Errorf("main:\n%s", log)
+	}
+	if got := run(t, g, r.dir, r.env, "log", "-1", "--format=%(trailers:key=Refretry-Gather,valueonly)", "main~1"); got != "00000000-0000-7000-8000-000000000001" {
+		t.Errorf("the dead job's commit (%s) is not first, with its id: %q", deadCommit, got)
+	}
+	checkClean(t, r)
+}
+
+// TestGatherRacingGatherers: with a lease that times out at once, waiters take it
+// over from each other all the time, so gathers race (and may starve each other: a
+// lease must outlast a gather). Whatever happened in the 20 s they get, no commit is
+// on main twice, a job that says it landed is on main, and one that did not is still
+// staged; a gather with the default lease then lands the rest, each once.
+func TestGatherRacingGatherers(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	const n = 6
+	r := newRemote(t, g, nil)
+	jobs := make([]job, n)
+	for i := range jobs {
+		jobs[i] = newJob(t, r, fmt.Sprintf("job-%d", i), map[string]string{fmt.Sprintf("f%d", i): "x"})
+	}
+	outs := all(jobs, r, func(gr *gather.Runner) {
+		gr.LeaseTimeout = time.Nanosecond
+		gr.Policy = func() (retry.Policy, error) {
+			return retry.Policy{Timeout: 20 * time.Second, MaxAttempts: 10, InitialDelay: time.Millisecond,
+				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}, nil
+		}
+	})
+	log := run(t, g, r.dir, r.env, "log", "--format=%s", "main")
+	staged := r.refs("refs/refretry/gather/")
+	for i, o := range outs {
+		on := strings.Count(log+"\n", fmt.Sprintf("result of job-%d\n", i))
+		var nl *gather.NotLandedError
+		switch {
+		case on > 1:
+			t.Errorf("job-%d is on main %d times", i, on)
+		case o.err == nil && o.res.Landed && on != 1:
+			t.Errorf("job-%d says it landed, but is not on main", i)
+		case errors.As(o.err, &nl) && (on != 0 || staged[nl.Ref] == ""):
+			t.Errorf("job-%d did not land: on main %d times, staged %q", i, on, staged[nl.Ref])
+		case o.err != nil && !errors.As(o.err, &nl):
+			t.Errorf("job-%d: %v", i, o.err)
+		}
+	}
+	last := newJob(t, r, "last", map[string]string{"last": "x"})
+	if o := all([]job{last}, r, nil)[0]; o.err != nil || !o.res.Landed {
+		t.Fatalf("the last job: %+v %v", o.res, o.err)
+	}
+	log = run(t, g, r.dir, r.env, "log", "--format=%s", "main")
+	for i := range n {
+		if c := strings.Count(log+"\n", fmt.Sprintf("result of job-%d\n", i)); c != 1 {
+			t.Errorf("in the end, job-%d is on main %d times:\n%s", i, c, log)
+		}
+	}
+	checkClean(t, r)
+}
+
+// TestGatherSeveralCommits: a job with two commits lands them as one; a job whose
+// commit is on main already lands at once, staging nothing.
+func TestGatherSeveralCommits(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	r := newRemote(t, g, nil)
+	j := newJob(t, r, "one", map[string]string{"a": "1"})
+	write(t, filepath.Join(j.dir, "b"), "2")
+	run(t, g, j.dir, j.env, "add", "b")
+	run(t, g, j.dir, j.env, "commit", "-q", "-m", "two")
+	o := all([]job{j}, r, nil)[0]
+	if o.err != nil || !o.res.Landed {
+		t.Fatalf("landed %v, err %v", o.res.Landed, o.err)
+	}
+	if files := run(t, g, r.dir, r.env, "ls-tree", "--name-only", "main"); files != "README\na\nb" {
+		t.Errorf("main has %q", files)
+	}
+	if subject := run(t, g, r.dir, r.env, "log", "-1", "--format=%s", "main"); subject != "two" {
+		t.Errorf("main's tip is %q", subject)
+	}
+	again := job{dir: j.dir, env: j.env}
+	run(t, g, j.dir, j.env, "fetch", "-q", "origin", "main")
+	run(t, g, j.dir, j.env, "checkout", "-q", "--detach", "FETCH_HEAD")
+	o = all([]job{again}, r, nil)[0]
+	if o.err != nil || !o.res.Landed || o.res.ID != "" || o.res.Pushes != 0 {
+		t.Errorf("already on main: %+v, err %v", o.res, o.err)
+	}
+	checkClean(t, r)
+}
+
+func run(t *testing.T, g testutil.Git, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(g.Path, args...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

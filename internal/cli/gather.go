@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/refretry/refretry/gather"
+	"github.com/refretry/refretry/internal/report"
+	"github.com/refretry/refretry/push"
+	"github.com/refretry/refretry/retry"
+)
+
+// gatherArgs reads `push --gather`'s git arguments: options, <remote> and one
+// [<src>:]<branch>.
+func gatherArgs(rest []string) (opts []string, remote, src, branch string, err error) {
+	var positional []string
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			positional = append(positional, rest[i+1:]...)
+			i = len(rest)
+		case strings.HasPrefix(a, "-") && a != "-":
+			opts = append(opts, a)
+			if (a == "-o" || a == "--push-option") && i+1 < len(rest) {
+				i++
+				opts = append(opts, rest[i])
+			}
+		default:
+			positional = append(positional, a)
+		}
+	}
+	if len(positional) != 2 {
+		return nil, "", "", "", &usageError{msg: "push --gather: takes <remote> [<src>:]<branch>, one branch"}
+	}
+	remote = positional[0]
+	src, branch, ok := strings.Cut(strings.TrimPrefix(positional[1], "+"), ":")
+	if !ok {
+		src, branch = "HEAD", src
+	}
+	if src == "" || branch == "" || strings.HasPrefix(branch, "refs/") && !strings.HasPrefix(branch, "refs/heads/") {
+		return nil, "", "", "", &usageError{msg: "push --gather: " + positional[1] + " is not [<src>:]<branch>"}
+	}
+	return opts, remote, src, strings.TrimPrefix(branch, "refs/heads/"), nil
+}
+
+// runGather is `refretry push --gather`: the gather, and on a conflict the fallback
+// the caller asked for.
+func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error {
+	opts, remote, src, branch, err := gatherArgs(rest)
+	if err != nil {
+		return err
+	}
+	note := func(msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) }
+	policy := func() (retry.Policy, error) {
+		st, err := in.settings()
+		return st.Policy, err
+	}
+	g := &gather.Runner{
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: remote, Branch: branch, Source: src,
+		PushOptions: opts, MaxPerWave: c.GatherMax, Policy: policy,
+		Stderr: lg.Stderr(), Notify: note, OnAttempt: lg.Attempt,
+	}
+	_, err = g.Run(in.ctx)
+	var conflict *gather.ConflictError
+	if errors.As(err, &conflict) && (c.Rebase || c.Regenerate != "") {
+		note(err.Error() + "; pushing it with " + map[bool]string{true: "--rebase", false: "--regenerate"}[c.Rebase] + " instead")
+		p := &push.Runner{
+			Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Stdout: in.s.Stdout, Stderr: lg.Stderr(),
+			Rebase: c.Rebase, Regenerate: c.Regenerate, Policy: policy, OnAttempt: lg.Attempt, Notify: note,
+		}
+		code, err := p.Run(in.ctx, append(append(opts, remote), src+":refs/heads/"+branch))
+		lg.Finish(code, err, func() report.Refs { return pushRefs(p.Report.Refs, err) })
+		if code != 0 {
+			return exitError(code)
+		}
+		return nil
+	}
+	code := 0
+	if err != nil {
+		code = 1
+		if errors.Is(err, push.ErrGitNotFound) {
+			code = report.ExitGitMissing
+		}
+	}
+	lg.Finish(code, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{"refs/heads/" + branch}} })
+	if code != 0 {
+		return exitError(code)
+	}
+	return nil
+}
+
+// GatherCmd looks after what `push --gather` staged on a remote.
+type GatherCmd struct {
+	List    GatherListCmd    `cmd:"" help:"List the commits staged for a branch (and those that conflicted or were discarded), oldest first."`
+	Land    GatherLandCmd    `cmd:"" help:"Gather every staged commit onto the branch, as a fan-in job or after an outage (no commit of its own)."`
+	Discard GatherDiscardCmd `cmd:"" help:"Remove staged commits by id; a job still waiting for one fails instead of waiting on."`
+}
+
+// gatherTarget is the remote and branch every gather command takes.
+type gatherTarget struct {
+	Remote string `arg:"" help:"The remote: a name or a URL."`
+	Branch string `arg:"" help:"The branch the commits are staged for."`
+}
+
+func (t gatherTarget) runner(in *invocation) *gather.Runner {
+	return &gather.Runner{
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: t.Remote, Branch: t.Branch,
+		Policy: func() (retry.Policy, error) {
+			st, err := in.settings()
+			return st.Policy, err
+		},
+		Stderr: in.s.Stderr,
+		Notify: func(msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
+	}
+}
+
+// GatherListCmd is `refretry gather list <remote> <branch>`.
+type GatherListCmd struct{ gatherTarget }
+
+// Run prints one line per staged, conflicting or discarded commit: its id, state,
+// commit and age.
+func (c *GatherListCmd) Run(in *invocation) error {
+	l, err := c.runner(in).List(in.ctx)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(in.s.Stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(w, "ID\tSTATE\tCOMMIT\tSTAGED\n")
+	for _, e := range l.Entries {
+		age := "?"
+		if !e.At.IsZero() {
+			age = time.Since(e.At).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.ID, e.State, e.Commit, age)
+	}
+	if l.Lease != "" {
+		fmt.Fprintf(w, "(a gather holds the lease: %s)\n", l.Lease)
+	}
+	return w.Flush()
+}
+
+// GatherLandCmd is `refretry gather land <remote> <branch>`.
+type GatherLandCmd struct{ gatherTarget }
+
+// Run gathers until nothing is staged.
+func (c *GatherLandCmd) Run(in *invocation) error {
+	res, err := c.runner(in).Land(in.ctx)
+	fmt.Fprintf(in.s.Stderr, "refretry: landed %d staged commits in %d gathers\n", res.Gathered, res.Waves)
+	return err
+}
+
+// GatherDiscardCmd is `refretry gather discard <remote> <branch> <id>...`.
+type GatherDiscardCmd struct {
+	gatherTarget
+	IDs []string `arg:"" name:"id" help:"Staged ids, as gather list prints them."`
+}
+
+// Run discards the ids.
+func (c *GatherDiscardCmd) Run(in *invocation) error {
+	return c.runner(in).Discard(in.ctx, c.IDs)
+}
