@@ -61,7 +61,7 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	}
 	g := &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: remote, Branch: branch, Source: src,
-		PushOptions: opts, MaxPerWave: c.GatherMax, Policy: policy,
+		PushOptions: opts, MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Policy: policy,
 		Stderr: lg.Stderr(), Notify: note, OnAttempt: lg.Attempt,
 	}
 	_, err = g.Run(in.ctx)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/report"
@@ -19,11 +20,12 @@ import (
 // retrying remote lock contention and transport failures. Its own options may appear
 // anywhere among git push's before "--"; they are taken out before git sees them.
 type PushCmd struct {
-	NoAtomic   bool   `help:"Push without --atomic: refs the remote accepts are updated even when others are rejected."`
-	Rebase     bool   `help:"When a branch was rejected because the remote moved it, replay the pushed commits onto the remote's tip and push again (from a branch, a detached HEAD or <commit>:<branch>)."`
-	Regenerate string `help:"When a branch was rejected because the remote moved it (or --rebase conflicts), reset the checked-out commit and work tree to the remote's tip, run this shell command there, commit what it changed with the original commit's author and message, and push again." placeholder:"COMMAND"`
-	Gather     bool   `help:"Land the commit on the branch with the other jobs pushing to it: stage it in a ref of its own, and let one job replay everyone's onto the branch in one push (docs/push.md). Takes <remote> [<src>:]<branch>; with --rebase or --regenerate, a commit that conflicts falls back to them."`
-	GatherMax  int    `help:"Staged commits one gather takes at most (forges cap the refs one push updates)." default:"64" placeholder:"N"`
+	NoAtomic    bool          `help:"Push without --atomic: refs the remote accepts are updated even when others are rejected."`
+	Rebase      bool          `help:"When a branch was rejected because the remote moved it, replay the pushed commits onto the remote's tip and push again (from a branch, a detached HEAD or <commit>:<branch>)."`
+	Regenerate  string        `help:"When a branch was rejected because the remote moved it (or --rebase conflicts), reset the checked-out commit and work tree to the remote's tip, run this shell command there, commit what it changed with the original commit's author and message, and push again." placeholder:"COMMAND"`
+	Gather      bool          `help:"Land the commit on the branch with the other jobs pushing to it: stage it in a ref of its own, and let one job replay everyone's onto the branch in one push (docs/push.md). Takes <remote> [<src>:]<branch>; with --rebase or --regenerate, a commit that conflicts falls back to them."`
+	GatherMax   int           `help:"Staged commits one gather takes at most (forges cap the refs one push updates)." default:"64" placeholder:"N"`
+	GatherLease time.Duration `help:"How long a gather lease may stay unchanged before a waiting job takes it over (its holder is taken to be gone)." default:"30s" placeholder:"DURATION"`
 
 	// Args are git push's arguments, verbatim; Run fills them in, kong never sees them.
 	Args []string `kong:"-"`
@@ -36,7 +38,7 @@ var pushOptions = sync.OnceValue(func() map[string]int {
 	m := map[string]int{}
 	for i := range t.NumField() {
 		switch f := t.Field(i); f.Type.Kind() {
-		case reflect.Bool, reflect.String, reflect.Int:
+		case reflect.Bool, reflect.String, reflect.Int, reflect.Int64:
 			m["--"+flagName(f)] = i
 		}
 	}
@@ -52,8 +54,12 @@ var gitPushValueOptions = []string{"-o", "--push-option", "--receive-pack", "--e
 func (c *PushCmd) takeOptions(args []string) ([]string, error) {
 	rest := make([]string, 0, len(args))
 	v := reflect.ValueOf(c).Elem()
+	// Kong never sees these options: their defaults are set here, from the same tags.
 	if f, ok := reflect.TypeFor[PushCmd]().FieldByName("GatherMax"); ok && c.GatherMax == 0 {
-		c.GatherMax, _ = strconv.Atoi(f.Tag.Get("default")) // kong never sees these options
+		c.GatherMax, _ = strconv.Atoi(f.Tag.Get("default"))
+	}
+	if f, ok := reflect.TypeFor[PushCmd]().FieldByName("GatherLease"); ok && c.GatherLease == 0 {
+		c.GatherLease, _ = time.ParseDuration(f.Tag.Get("default"))
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -77,6 +83,14 @@ func (c *PushCmd) takeOptions(args []string) ([]string, error) {
 				}
 				i++
 				value = args[i]
+			}
+			if f.Type() == reflect.TypeFor[time.Duration]() {
+				d, err := time.ParseDuration(value)
+				if err != nil || d <= 0 {
+					return nil, &usageError{msg: fmt.Sprintf("push: %s needs a positive duration (30s, 2m), not %q", name, value)}
+				}
+				f.SetInt(int64(d))
+				continue
 			}
 			if f.Kind() == reflect.Int {
 				n, err := strconv.Atoi(value)
