@@ -86,7 +86,7 @@ func TestActionInputsOnlyThroughEnv(t *testing.T) {
 			t.Errorf("step %s: shell %q, want bash", s.ID, s.Shell)
 		}
 	}
-	for _, name := range []string{"args", "stdin", "push", "timeout", "max-attempts", "install-shim", "working-directory"} {
+	for _, name := range []string{"args", "stdin", "push", "gather", "timeout", "max-attempts", "install-shim", "working-directory"} {
 		if _, ok := a.Inputs[name]; !ok {
 			t.Errorf("input %s is missing", name)
 		}
@@ -460,6 +460,24 @@ func TestActionInputs(t *testing.T) {
 		checkSuccess(t, res, 2, "refs/ci/p/1") // the outputs are the push's, the last operation
 		if out := r.Run("ls-remote", "origin", "refs/ci/p/1"); !strings.HasPrefix(out, r.Commit) {
 			t.Errorf("the remote has %q", out)
+		}
+	})
+
+	t.Run("gather", func(t *testing.T) {
+		t.Parallel()
+		je, r := newActionEnv(t, true)
+		r.Run("push", "-q", "origin", "HEAD:refs/heads/results")
+		mine := r.NewCommit("result of this job")
+		res := runAction(t, a, je, map[string]string{"gather": "results"})
+		if res.failedAt != "" {
+			t.Fatalf("step %s failed:\n%s", res.failedAt, res.stderr)
+		}
+		r.Run("fetch", "-q", "origin", "results")
+		if got := r.Run("log", "-1", "--format=%s%n%(trailers:key=Refretry-Gather,valueonly)", "FETCH_HEAD"); !strings.HasPrefix(got, "result of this job\n") {
+			t.Errorf("results is at %q, want the job's commit (%s) gathered", got, mine)
+		}
+		if left := r.Run("ls-remote", "origin", "refs/refretry/*"); left != "" {
+			t.Errorf("left on the remote: %s", left)
 		}
 	})
 

@@ -240,7 +240,8 @@ func TestGatherAbandoned(t *testing.T) {
 // over from each other all the time, so gathers race (and may starve each other: a
 // lease must outlast a gather). Whatever happened in the 20 s they get, no commit is
 // on main twice, a job that says it landed is on main, and one that did not is still
-// staged; a gather with the default lease then lands the rest, each once.
+// staged (or landed since, by a gather under way); a gather with the default lease
+// then lands the rest, each once.
 func TestGatherRacingGatherers(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
@@ -267,8 +268,10 @@ func TestGatherRacingGatherers(t *testing.T) {
 			t.Errorf("job-%d is on main %d times", i, on)
 		case o.err == nil && o.res.Landed && on != 1:
 			t.Errorf("job-%d says it landed, but is not on main", i)
-		case errors.As(o.err, &nl) && (on != 0 || staged[nl.Ref] == ""):
-			t.Errorf("job-%d did not land: on main %d times, staged %q", i, on, staged[nl.Ref])
+		case errors.As(o.err, &nl) && on == 0 && staged[nl.Ref] == "":
+			// Not landed when the job gave up: still staged, or landed by a gather
+			// that was under way (on main once).
+			t.Errorf("job-%d did not land, and its commit is neither staged nor on main", i)
 		case o.err != nil && !errors.As(o.err, &nl):
 			t.Errorf("job-%d: %v", i, o.err)
 		}

@@ -385,8 +385,15 @@ func (u *run) wait(ctx context.Context) error {
 			reason = err.Error()
 		}
 		if reason != "" {
+			ctx := context.WithoutCancel(ctx)
 			if leaseSeen == mine { // a lease taken and not used: let the next gatherer have it
-				u.takeLease(context.WithoutCancel(ctx), mine, "")
+				u.takeLease(ctx, mine, "")
+			}
+			// A last look: a gather may have taken the commit since.
+			if st, err := u.look(ctx); err == nil {
+				if _, ok := st.staged[id]; !ok {
+					return u.outcome(ctx, st)
+				}
 			}
 			return &NotLandedError{Ref: u.n.staged(id), Commit: mine, Elapsed: time.Since(u.start), Reason: reason}
 		}

@@ -56,9 +56,11 @@ func (u *run) gather(ctx context.Context, st state, value string) error {
 		case err != nil:
 			u.notify("%s cannot be replayed (%v): left to its job", u.n.staged(id), err)
 			conflicts = append(conflicts, id)
-		case u.repo.RevParse(ctx, next+"^{tree}") == u.repo.RevParse(ctx, tip+"^{tree}"):
+		case u.repo.RevParse(ctx, next+"^{tree}") == u.repo.RevParse(ctx, tip+"^{tree}") &&
+			u.repo.RevParse(ctx, commits[i]+"^{tree}") != u.repo.RevParse(ctx, commits[i]+"^^{tree}"):
 			// Its changes are on the branch already (another job's were the same):
-			// landed, without an empty commit.
+			// landed, without a commit that changes nothing. (A commit that was empty
+			// to begin with is kept: its message is its content.)
 			landed = append(landed, id)
 		default:
 			tip = next
