@@ -39,8 +39,9 @@ if [ -x "$goreleaser" ] && "$goreleaser" --version >/dev/null 2>&1; then
 	echo "using $goreleaser (cached)"
 else
 	t=$(now)
-	# GOFLAGS cleared: the caller's are for refretry's module, not goreleaser's.
-	GOFLAGS='' GOBIN=$cache CGO_ENABLED=0 go install "github.com/goreleaser/goreleaser/v2@$goreleaser_version"
+	# GOFLAGS cleared and the go env file ignored (an empty GOFLAGS alone still reads
+	# it): the caller's settings are for refretry's module, not goreleaser's.
+	GOENV=off GOFLAGS='' GOBIN=$cache CGO_ENABLED=0 go install "github.com/goreleaser/goreleaser/v2@$goreleaser_version"
 	echo "timing: cold goreleaser install: $(since "$t")"
 fi
 

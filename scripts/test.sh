@@ -22,6 +22,10 @@ REFRETRY_TEST_GIT=$(scripts/get-git.sh)
 export REFRETRY_TEST_GIT
 "$REFRETRY_TEST_GIT" version --build-options | grep -qx 'rust: disabled' ||
 	{ echo "test.sh: $REFRETRY_TEST_GIT was built with Rust; scripts/get-git.sh must build it with NO_RUST"; exit 1; }
+# A real forge, Gitea 1.26, for internal/gitea and push's forge tests (built once per
+# machine, about ten minutes cold on two cores, then cached like git).
+REFRETRY_GITEA=$(scripts/gitea.sh build)
+export REFRETRY_GITEA
 export CGO_ENABLED=1 # the race detector needs cgo
 
 echo "== gofmt, go vet, go mod tidy"
