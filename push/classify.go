@@ -24,6 +24,10 @@ const (
 	reasonCannotLockRef = "cannot lock ref '"
 	reasonFailure       = "failure"               // GitHub: the backend failed to commit ("fatal error in commit_refs")
 	reasonServerError   = "Internal Server Error" // GitHub: a 5xx in the ref phase
+	// receive-pack could not move the received objects out of quarantine (seen from
+	// git 2.55's receive-pack under a burst of concurrent pushes): nothing was updated,
+	// and another attempt may get through.
+	reasonMigrate = "unable to migrate objects to permanent storage"
 	// summaryRemoteFailure marks refs whose result the server never reported
 	// ("remote failed to report status"): the connection broke after the pack was sent.
 	summaryRemoteFailure = "[remote failure]"
@@ -169,7 +173,7 @@ func refClass(s RefStatus, ev evidence) (Class, error) {
 			return ClassUnknown, nil
 		}
 		return ClassOther, nil
-	case reasonServerError:
+	case reasonServerError, reasonMigrate:
 		return ClassUnknown, nil
 	case reasonFailedRefs, reasonFailedRef, reasonAtomicFailed, reasonIncorrectOld:
 		if m := ev.moved[s.To]; m != nil {

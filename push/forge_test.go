@@ -73,6 +73,14 @@ func TestClassifyForges(t *testing.T) {
 			stderr: "remote: Internal Server Error" + pad + "\n" + ghFailed, want: ClassUnknown,
 		},
 		{
+			// Seen from git 2.55's receive-pack behind git http-backend, 16 pushes to 16
+			// new branches at once (the matrix benchmark's floor): a server-side failure
+			// before any ref was updated.
+			name:   "objects not migrated out of quarantine",
+			stdout: ghPorcelain("!\tHEAD:refs/heads/job-006\t[remote rejected] (unable to migrate objects to permanent storage)"),
+			stderr: ghFailed, want: ClassUnknown,
+		},
+		{
 			// SageMathOER-CCC/sage-discrete-math#84.
 			name:   "GitHub GH006",
 			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (protected branch hook declined)"),
