@@ -201,7 +201,8 @@ func (rep *matrixReport) intro(b *strings.Builder) {
 		"index-pack they ran) that this process reaped during the trial (its RUSAGE_CHILDREN delta less the jobs' own); for " +
 		"Gitea, the `gitea web` process and every descendant it waited for (receive-pack, its hooks), from /proc. Neither " +
 		"includes the Go HTTP server or proxy inside the bench process, which the raw trials show as *bench process CPU*. " +
-		"The methods run interleaved within every trial, in an order rotated by trial and mode.\n\n" +
+		"The methods run interleaved within every trial, in an order rotated by trial and mode. The raw trials give the " +
+		"1-minute load average just before each release, which includes this benchmark's own jobs of the minute before.\n\n" +
 		"*Results*: after each trial the branch's final tree is read from the remote: every job's file with its content " +
 		"(files mode), or every job's line in `results.csv` (shared modes). *once* counts results there exactly once, *lost* " +
 		"those missing, *duplicated* those there more than once; *exit 0, result lost* counts jobs that exited 0 although " +
