@@ -84,6 +84,8 @@ func (h *GitHubHandler) Handle(_ context.Context, r slog.Record) error {
 			b.WriteString(workflowCommand("error",
 				[][2]string{{"title", "refretry: " + s.command() + " " + string(s.Result)}}, legacy.Replace(text)))
 		}
+	case MsgNote:
+		b.WriteString(githubPlain("refretry: "+f.str(KeyText)) + "\n")
 	default:
 		b.WriteString(githubPlain("refretry: "+h.attrs.other(r)) + "\n")
 	}

@@ -124,6 +124,11 @@ func (o *Operation) Attempt(ctx context.Context, a Attempt) error {
 	return o.emit(ctx, a.level(), MsgAttempt, a.attrs())
 }
 
+// Note records something refretry did besides running git.
+func (o *Operation) Note(ctx context.Context, n Note) error {
+	return o.emit(ctx, slog.LevelInfo, MsgNote, n.attrs())
+}
+
 // Finish flushes the relay, records the summary, and for the GitHub format appends a
 // row to GITHUB_STEP_SUMMARY and the step outputs (operation-id, result, attempts,
 // updated-refs: the refs of a successful operation, one a line) to GITHUB_OUTPUT when

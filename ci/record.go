@@ -16,6 +16,7 @@ const SchemaVersion = 1
 const (
 	MsgAttempt = "attempt"
 	MsgSummary = "summary"
+	MsgNote    = "note"
 )
 
 // Attribute keys, as they appear in JSON records (docs/logging.md documents them).
@@ -45,6 +46,8 @@ const (
 	KeyGitVersion    = "git_version"
 	KeyRefBackend    = "ref_backend"
 	KeyAdvice        = "advice"
+	KeyKind          = "kind"
+	KeyText          = "text"
 )
 
 // Bounds on what one record carries, so that a line stays short.
@@ -78,6 +81,17 @@ type Attempt struct {
 	// Delay is the pause before the next attempt; zero when none follows.
 	Delay time.Duration
 	Final bool // no attempt follows
+}
+
+// Note is something refretry did besides running git, between attempts or around
+// them: a stale lock it removed, a rebase, a regeneration, a gather.
+type Note struct {
+	Kind string // a short stable name: "stale-lock-removed", "rebase", "gather", …
+	Text string // one line for people, without "refretry: "
+}
+
+func (n Note) attrs() []slog.Attr {
+	return []slog.Attr{slog.String(KeyKind, bound(n.Kind, 64)), slog.String(KeyText, bound(n.Text, maxAdviceLen))}
 }
 
 // Result is how an operation ended.

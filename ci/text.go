@@ -51,6 +51,8 @@ func (h *TextHandler) Handle(_ context.Context, r slog.Record) error {
 		if s.Advice != "" {
 			line(&b, "refretry: "+s.Advice)
 		}
+	case MsgNote:
+		line(&b, "refretry: "+f.str(KeyText))
 	default:
 		line(&b, "refretry: "+h.attrs.other(r))
 	}

@@ -3,6 +3,7 @@ package fetch
 import (
 	"strings"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitmsg"
 )
 
@@ -38,33 +39,33 @@ var (
 
 // finding is one cause of a failure that git named, in the order it named them.
 type finding struct {
-	class Class
+	class failure.Class
 	line  string
 }
 
-// Classify turns a finished git fetch (exit code and C-locale standard error) into an
-// *Error, or nil when it succeeded. Every error line and every rejected ref's status
+// Classify turns a finished git fetch (exit code and C-locale standard error) into a
+// *failure.Error, or nil when it succeeded. Every error line and every rejected ref's status
 // line is read: a fetch updates many refs, and it is retried only when every failure
 // it names is one that another attempt can get past.
-func Classify(exitCode int, stderr []byte) *Error {
+func Classify(exitCode int, stderr []byte) *failure.Error {
 	if exitCode == 0 {
 		return nil
 	}
-	e := &Error{ExitCode: exitCode, Class: ClassOther}
+	e := &failure.Error{Command: "fetch", ExitCode: exitCode, Class: failure.Other}
 	if exitCode == 129 {
-		e.Class, e.Message = ClassUsage, gitmsg.LastMessage(stderr)
+		e.Class, e.Message = failure.Usage, gitmsg.LastMessage(stderr)
 		return e
 	}
 	if gitmsg.ReadTransport(stderr).Auth {
-		e.Class, e.Message = ClassAuth, gitmsg.LastMessage(stderr)
+		e.Class, e.Message = failure.Auth, gitmsg.LastMessage(stderr)
 		return e
 	}
 	var (
 		first  *finding // the first cause that is not a lock or a lost race
 		lock   *finding
-		locked *LockedError
+		locked *failure.Lock
 		race   *finding
-		moved  *MovedError
+		moved  *failure.Moved
 	)
 	lines := gitmsg.Lines(stderr)
 	for i := 0; i < len(lines); i++ {
@@ -87,25 +88,25 @@ func Classify(exitCode int, stderr []byte) *Error {
 			_, _, used := gitmsg.ReadAdvice(lines[i+1:])
 			i += used
 			if lock == nil {
-				lock, locked = &finding{ClassLockContention, line}, &LockedError{Lock: m[1], Ref: ref}
+				lock, locked = &finding{failure.LockContention, line}, &failure.Lock{Path: m[1], Ref: ref}
 			}
 			continue
 		}
 		if inner == "cannot lock references" { // reftable: tables.list.lock was held
 			if lock == nil {
-				lock, locked = &finding{ClassLockContention, line}, &LockedError{Ref: ref}
+				lock, locked = &finding{failure.LockContention, line}, &failure.Lock{Ref: ref}
 			}
 			continue
 		}
 		if r, ok := cutFetchingRefRace(inner); ok { // git 2.51–2.53
 			if race == nil {
-				race, moved = &finding{ClassLostRace, line}, &MovedError{Ref: r}
+				race, moved = &finding{failure.LostRace, line}, &failure.Moved{Ref: r}
 			}
 			continue
 		}
 		if m := gitmsg.CAS().FindStringSubmatch(inner); m != nil && ref != "" {
 			if race == nil {
-				race, moved = &finding{ClassLostRace, line}, &MovedError{Ref: ref, Actual: m[1], Expected: m[2]}
+				race, moved = &finding{failure.LostRace, line}, &failure.Moved{Ref: ref, Actual: m[1], Expected: m[2]}
 			}
 			continue
 		}
@@ -116,13 +117,13 @@ func Classify(exitCode int, stderr []byte) *Error {
 	switch {
 	case first != nil:
 		e.Class, e.Message = first.class, first.line
-		if e.Class == ClassTransport {
+		if e.Class == failure.Transport {
 			e.Wait = gitmsg.ReadTransport(stderr).RetryAfter
 		}
 	case lock != nil:
-		e.Class, e.Message, e.Cause = lock.class, lock.line, locked
+		e.Class, e.Message, e.Lock, e.Ref = lock.class, lock.line, locked, locked.Ref
 	case race != nil:
-		e.Class, e.Message, e.Cause = race.class, race.line, moved
+		e.Class, e.Message, e.Moved, e.Ref = race.class, race.line, moved, moved.Ref
 	default:
 		e.Message = gitmsg.LastMessage(stderr)
 	}
@@ -183,16 +184,16 @@ func errorClass(line, msg string) *finding {
 	case containsAny(msg, effectSigns):
 		return nil
 	case containsAny(msg, notFoundSigns):
-		return &finding{ClassNotFound, line}
+		return &finding{failure.NotFound, line}
 	case containsAny(msg, declinedSigns):
-		return &finding{ClassDeclined, line}
+		return &finding{failure.Declined, line}
 	case containsAny(msg, rejectedSigns):
-		return &finding{ClassRejected, line}
+		return &finding{failure.Rejected, line}
 	}
 	if t := gitmsg.ReadTransport([]byte(line)); t.Line != "" {
-		return &finding{ClassTransport, line}
+		return &finding{failure.Transport, line}
 	}
-	return &finding{ClassOther, line}
+	return &finding{failure.Other, line}
 }
 
 // otherLine is the cause a line without "error: " or "fatal: " names: a rejected
@@ -204,13 +205,13 @@ func otherLine(line string) *finding {
 		if statusReason(rest) == statusUnableToUpdate {
 			return nil
 		}
-		return &finding{ClassRejected, line}
+		return &finding{failure.Rejected, line}
 	}
 	if strings.HasPrefix(line, "remote:") || strings.HasPrefix(line, "hint:") {
 		return nil
 	}
 	if t := gitmsg.ReadTransport([]byte(line)); t.Line != "" {
-		return &finding{ClassTransport, line}
+		return &finding{failure.Transport, line}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"github.com/refretry/refretry/failure"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -18,7 +19,7 @@ func TestClassifyFixtures(t *testing.T) {
 	if err != nil || len(files) < 30 {
 		t.Fatalf("found %d fixtures (%v): the corpus is missing", len(files), err)
 	}
-	combos, classes := map[string]bool{}, map[Class]bool{}
+	combos, classes := map[string]bool{}, map[failure.Class]bool{}
 	for _, file := range files {
 		c, err := capture.Read(file)
 		if err != nil {
@@ -26,7 +27,7 @@ func TestClassifyFixtures(t *testing.T) {
 		}
 		meta, stderr := c.Meta, c.Stderr
 		combos[meta["git"]+"/"+meta["backend"]] = true
-		classes[Class(meta["class"])] = true
+		classes[failure.Class(meta["class"])] = true
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			if !c.HasStderr {
 				t.Fatal("fixture has no stderr section")
@@ -35,7 +36,7 @@ func TestClassifyFixtures(t *testing.T) {
 			if err != nil || code == 0 || meta["git"] == "" || meta["backend"] == "" || meta["class"] == "" {
 				t.Fatalf("fixture header incomplete or exit 0: %v", meta)
 			}
-			want := Class(meta["class"])
+			want := failure.Class(meta["class"])
 			wantRetry, err := strconv.ParseBool(meta["retry"])
 			if err != nil {
 				t.Fatalf("retry: %v", err)
@@ -61,8 +62,8 @@ func TestClassifyFixtures(t *testing.T) {
 			t.Errorf("no fixture from git %s", want)
 		}
 	}
-	for _, want := range []Class{ClassLockContention, ClassLostRace, ClassTransport, ClassRejected,
-		ClassDeclined, ClassNotFound, ClassAuth, ClassUsage, ClassOther} {
+	for _, want := range []failure.Class{failure.LockContention, failure.LostRace, failure.Transport, failure.Rejected,
+		failure.Declined, failure.NotFound, failure.Auth, failure.Usage, failure.Other} {
 		if !classes[want] {
 			t.Errorf("no fixture of class %s", want)
 		}

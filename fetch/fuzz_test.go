@@ -1,7 +1,7 @@
 package fetch
 
 import (
-	"errors"
+	"github.com/refretry/refretry/failure"
 	"strings"
 	"testing"
 )
@@ -32,15 +32,13 @@ func FuzzClassify(f *testing.F) {
 		if e.Message == "" || !strings.Contains(string(stderr), e.Message) {
 			t.Fatalf("%s rests on %q, not a line of %q", e.Class, e.Message, stderr)
 		}
-		var l *LockedError
-		var m *MovedError
 		switch e.Class {
-		case ClassLockContention:
-			if !errors.As(e, &l) {
+		case failure.LockContention:
+			if e.Lock == nil {
 				t.Fatalf("lock contention without its lock: %q", stderr)
 			}
-		case ClassLostRace:
-			if !errors.As(e, &m) || m.Ref == "" {
+		case failure.LostRace:
+			if e.Moved == nil || e.Moved.Ref == "" {
 				t.Fatalf("lost race without its ref: %q", stderr)
 			}
 		}

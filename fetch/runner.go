@@ -8,9 +8,9 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/repo"
@@ -19,7 +19,8 @@ import (
 )
 
 // Runner runs `git fetch` invocations, retrying what another identical fetch can fix.
-// Its fields are its configuration, which Run only reads.
+// Its fields are its configuration, which Run only reads: one Runner may run any
+// number of fetches, one after another or at once.
 type Runner struct {
 	Git  string   // git executable: a path, or a name looked up in PATH ("" means "git")
 	Dirs []string // -C directories, in order
@@ -30,170 +31,145 @@ type Runner struct {
 	// --git-dir here sets GIT_DIR in Env to the same value, as git itself does.
 	GlobalArgs []string
 
-	// Stdin is given to every attempt, except with --stdin, when it is read once
-	// (the refspecs) and given to each attempt again. nil means no input.
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-
 	// StallFloor is given to git unless the caller configured one; the zero value
-	// means internal/httpconf's default.
+	// means a transfer slower than a byte a second for 30 s.
 	StallFloor httpconf.Floor
 
 	// Settings supplies the retry schedule and budget and the stale-lock settings.
-	// It is called at most once: after the first failure that may be retried, or
+	// It is called at most once a run: after the first failure that may be retried, or
 	// before the first attempt when git waits on a server's Retry-After itself (an HTTP
-	// remote, git 2.54+), since the budget bounds that wait. nil
-	// means retry.DefaultPolicy and transaction.DefaultStaleAfter.
+	// remote, git 2.54+), since the budget bounds that wait. nil means
+	// retry.DefaultPolicy and transaction.DefaultStaleAfter.
 	Settings func() (transaction.Settings, error)
 	// BreakStaleLocks removes a local lock found stale and fetches again, as
-	// Settings.BreakStaleLocks does. OnBreakLock, if set, is told of each removal; if
-	// nil, a "refretry: removed stale lock …" line goes to Stderr.
+	// Settings.BreakStaleLocks does.
 	BreakStaleLocks bool
-	OnBreakLock     func(transaction.BrokenLock)
-	// OnAttempt, if set, is called after every attempt; Attempt.Err is a *Error.
+	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
+	// *failure.Error.
 	OnAttempt func(retry.Attempt)
+	// Note, if set, is told what refretry did besides fetching (a stale lock it
+	// removed), as a kind and a line.
+	Note func(kind, msg string)
 	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
 	Clock retry.Clock
 	Rand  func() float64
 }
 
+// Result is what a Run did.
+type Result struct {
+	ExitCode int // the exit code to exit with: git's final one
+	Attempts int
+}
+
 // Run fetches with the caller's arguments (verbatim) until the fetch succeeds, fails
-// for a reason that another attempt cannot fix, or the budget is spent. The final
-// attempt's output reaches the Runner's writers as git wrote it. It returns the exit
-// code to exit with and an error describing the failure: a *Error, a
-// *retry.ExhaustedError or *retry.ResolveError wrapping one, or a *StartError
-// (matching ErrGitNotFound).
-func (p *Runner) Run(ctx context.Context, args []string) (int, error) {
-	stdin, err := p.input(args)
+// for a reason that another attempt cannot fix, or the budget is spent. stdin is given
+// to every attempt (with --stdin it is read once and given again); the final attempt's
+// output reaches stdout and stderr as git wrote it. The error is a *failure.Error, a
+// *retry.ExhaustedError or *retry.ResolveError wrapping one, or an error matching
+// ErrGitNotFound.
+func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	input, err := readInput(stdin, args)
 	if err != nil {
-		return 128, err
+		return Result{ExitCode: 128}, err
 	}
-	http := httpconf.Look(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), p.StallFloor)
-	env := gitexec.WithLockWait(http.Env(p.Env), gitexec.FirstLockWait)
-	settings := sync.OnceValues(func() (transaction.Settings, error) {
-		if p.Settings == nil {
-			return transaction.Settings{Policy: retry.DefaultPolicy(), StaleAfter: transaction.DefaultStaleAfter}, nil
-		}
-		return p.Settings()
-	})
-	clock := p.Clock
-	if clock == nil {
-		clock = retry.SystemClock{}
+	f := &fetchRun{Runner: p, args: args, input: input, stdout: stdout, stderr: stderr}
+	f.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), p.StallFloor)
+	f.env = gitexec.WithLockWait(f.http.Env(p.Env), gitexec.FirstLockWait)
+	eng := &engine.Engine{
+		Settings:  p.settings,
+		OnAttempt: func(a retry.Attempt) { f.attempts = a.Number; p.onAttempt(a) },
+		Note:      p.Note, Clock: p.Clock, Rand: p.Rand,
 	}
-	start := clock.Now()
-	// left is what the budget leaves for git's own waits on a 429's Retry-After,
-	// which need the settings before the first attempt; 0 when git makes none.
-	left := func() time.Duration {
-		if !http.RateLimited() {
-			return 0
-		}
-		s, err := settings()
-		if err != nil || s.Policy.Timeout <= 0 {
-			return 0
-		}
-		return max(s.Policy.Timeout-clock.Now().Sub(start), time.Second)
+	code, err := eng.Run(ctx, f)
+	return Result{ExitCode: code, Attempts: f.attempts}, err
+}
+
+func (p *Runner) settings() (engine.Settings, error) {
+	s := transaction.Settings{Policy: retry.DefaultPolicy(), StaleAfter: transaction.DefaultStaleAfter}
+	var err error
+	if p.Settings != nil {
+		s, err = p.Settings()
 	}
-	var last gitexec.Captured
-	retrier := &retry.Retrier{
-		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
-			var e *Error
-			if errors.As(err, &e) && e.Class.Retryable() {
-				return retry.Transient
-			}
-			return retry.Permanent
-		}),
-		Clock: p.Clock, Rand: p.Rand, OnAttempt: p.OnAttempt,
-		Resolve: func() (retry.Policy, error) {
-			s, err := settings()
-			return s.Policy, err
-		},
+	s.BreakStaleLocks = s.BreakStaleLocks || p.BreakStaleLocks
+	return engine.Settings(s), err
+}
+
+func (p *Runner) onAttempt(a retry.Attempt) {
+	if p.OnAttempt != nil {
+		p.OnAttempt(a)
 	}
-	_, err = retrier.Do(ctx, func(ctx context.Context, n int) error {
-		var runErr error
-		last, runErr = p.attempt(ctx, http.Attempt(env, left()), args, stdin)
-		if runErr != nil {
-			return runErr
+}
+
+// fetchRun is one Run: the engine's command.
+type fetchRun struct {
+	*Runner
+	args           []string
+	input          func() io.Reader
+	stdout, stderr io.Writer
+	http           httpconf.Settings
+	env            []string
+	last           gitexec.Captured
+	attempts       int
+}
+
+// Attempt runs git fetch once, its output captured.
+func (f *fetchRun) Attempt(ctx context.Context, a *engine.Attempt) error {
+	full := append(append(append(make([]string, 0, len(f.GlobalArgs)+1+len(f.args)), f.GlobalArgs...), "fetch"), f.args...)
+	env := f.env
+	if f.http.RateLimited() {
+		env = f.http.Attempt(env, a.Left())
+	}
+	cmd := gitexec.Command(ctx, f.git(), f.Dirs, env, full...)
+	cmd.Stdin = f.input()
+	var err error
+	if f.last, err = gitexec.Capture(cmd); err != nil {
+		return err
+	}
+	e := Classify(f.last.Code, f.last.Stderr)
+	if e == nil {
+		return nil
+	}
+	if e.Lock != nil && e.Lock.Path == "" {
+		// reftable's message names no file: its lock is tables.list.lock.
+		if d, ok := repo.Discover(f.Dirs, f.Env); ok && d.Reftable() {
+			e.Lock.Path = d.ReftableLock()
 		}
-		e := Classify(last.Code, last.Stderr)
-		if e == nil {
-			return nil
-		}
-		p.checkStale(e, settings)
-		return e
-	})
+	}
+	return e
+}
+
+// Final writes the final attempt's output.
+func (f *fetchRun) Final(err error) (int, error) {
 	if errors.Is(err, ErrGitNotFound) {
 		return 128, err
 	}
-	if _, werr := p.stdout().Write(last.Stdout); werr != nil && err == nil {
+	if _, werr := writerOrDiscard(f.stdout).Write(f.last.Stdout); werr != nil && err == nil {
 		err = werr
 	}
-	if _, werr := p.stderr().Write(last.Stderr); werr != nil && err == nil {
+	if _, werr := writerOrDiscard(f.stderr).Write(f.last.Stderr); werr != nil && err == nil {
 		err = werr
 	}
 	if err == nil {
 		return 0, nil
 	}
-	var e *Error
+	var e *failure.Error
 	if errors.As(err, &e) {
 		return e.ExitCode, err
 	}
 	return 128, err
 }
 
-// input is what each attempt reads on its standard input: with --stdin, the caller's
-// refspecs, read once.
-func (p *Runner) input(args []string) (func() io.Reader, error) {
-	if p.Stdin == nil || !readsStdin(args) {
-		return func() io.Reader { return p.Stdin }, nil
+// readInput is what each attempt reads on its standard input: with --stdin, the
+// caller's refspecs, read once.
+func readInput(stdin io.Reader, args []string) (func() io.Reader, error) {
+	if stdin == nil || !readsStdin(args) {
+		return func() io.Reader { return stdin }, nil
 	}
-	b, err := io.ReadAll(p.Stdin)
+	b, err := io.ReadAll(stdin)
 	if err != nil {
 		return nil, fmt.Errorf("reading the refspecs on standard input: %w", err)
 	}
 	return func() io.Reader { return bytes.NewReader(b) }, nil
-}
-
-// checkStale turns lock contention into a stale lock when the lock counts as stale
-// (lockfile.Rule: a holder pid not running here proves nothing before the pid grace),
-// and, when asked to, removes such a lock so that the fetch runs again.
-func (p *Runner) checkStale(e *Error, settings func() (transaction.Settings, error)) {
-	var l *LockedError
-	if e.Class != ClassLockContention || !errors.As(e, &l) {
-		return
-	}
-	s, err := settings()
-	if err != nil {
-		return // reported by the retry loop
-	}
-	if l.Lock == "" {
-		if d, ok := repo.Discover(p.Dirs, p.Env); ok && d.Reftable() {
-			l.Lock = d.ReftableLock()
-		}
-	}
-	l.Inspect(s, time.Now())
-	if !l.Stale {
-		return
-	}
-	e.Class = ClassStaleLock
-	if !p.BreakStaleLocks && !s.BreakStaleLocks {
-		return
-	}
-	removed := p.OnBreakLock
-	if removed == nil {
-		removed = func(b transaction.BrokenLock) { fmt.Fprintf(p.stderr(), "refretry: %s\n", b) }
-	}
-	if l.BreakStale(s, removed) {
-		e.Class = ClassLockContention
-	}
-}
-
-// attempt runs git fetch once with its output captured.
-func (p *Runner) attempt(ctx context.Context, env, args []string, stdin func() io.Reader) (gitexec.Captured, error) {
-	full := append(append(append(make([]string, 0, len(p.GlobalArgs)+1+len(args)), p.GlobalArgs...), "fetch"), args...)
-	cmd := gitexec.Command(ctx, p.git(), p.Dirs, env, full...)
-	cmd.Stdin = stdin()
-	return gitexec.Capture(cmd)
 }
 
 func (p *Runner) git() string {
@@ -202,9 +178,6 @@ func (p *Runner) git() string {
 	}
 	return p.Git
 }
-
-func (p *Runner) stdout() io.Writer { return writerOrDiscard(p.Stdout) }
-func (p *Runner) stderr() io.Writer { return writerOrDiscard(p.Stderr) }
 
 func writerOrDiscard(w io.Writer) io.Writer {
 	if w == nil {

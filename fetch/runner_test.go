@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/refretry/refretry/failure"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +47,7 @@ type world struct {
 	remote string // the bare repository
 	clone  string // the clone's work tree
 	env    []string
+	stdin  io.Reader // what run gives git fetch's standard input
 }
 
 const branches = 20
@@ -145,10 +148,10 @@ type result struct {
 	attempts       []retry.Attempt
 }
 
-func (r result) classes() []fetch.Class {
-	var cs []fetch.Class
+func (r result) classes() []failure.Class {
+	var cs []failure.Class
 	for _, a := range r.attempts {
-		var e *fetch.Error
+		var e *failure.Error
 		switch {
 		case a.Err == nil:
 			cs = append(cs, "ok")
@@ -177,17 +180,17 @@ func (w *world) run(configure func(*fetch.Runner), args ...string) result {
 	var mu sync.Mutex
 	var attempts []retry.Attempt
 	r := &fetch.Runner{
-		Git: w.c.git.Path, Dirs: []string{w.clone}, Env: w.env,
-		Stdout: &out, Stderr: &errOut, Settings: policy(20),
+		Git: w.c.git.Path, Dirs: []string{w.clone}, Env: w.env, Settings: policy(20),
 		OnAttempt: func(a retry.Attempt) { mu.Lock(); attempts = append(attempts, a); mu.Unlock() },
+		Note:      func(_, msg string) { mu.Lock(); fmt.Fprintf(&errOut, "refretry: %s\n", msg); mu.Unlock() },
 	}
 	if configure != nil {
 		configure(r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	code, err := r.Run(ctx, args)
-	return result{code, err, out.String(), errOut.String(), attempts}
+	res, err := r.Run(ctx, args, w.stdin, &out, &errOut)
+	return result{res.ExitCode, err, out.String(), errOut.String(), attempts}
 }
 
 // plain runs git fetch itself in dir.
@@ -260,7 +263,7 @@ func TestHeldLockReleased(t *testing.T) {
 				record := r.OnAttempt
 				r.OnAttempt = func(a retry.Attempt) { record(a); release() }
 			}, "origin")
-			if r.code != 0 || !slices.Equal(r.classes(), []fetch.Class{fetch.ClassLockContention, "ok"}) {
+			if r.code != 0 || !slices.Equal(r.classes(), []failure.Class{failure.LockContention, "ok"}) {
 				t.Fatalf("exit %d, attempts %v\n%s", r.code, r.classes(), r.stderr)
 			}
 			if strings.Contains(r.stderr, "cannot lock") || !strings.Contains(r.stderr, "-> origin/b3") {
@@ -280,26 +283,26 @@ func TestFinalFailuresAsGit(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name  string
-		class fetch.Class
+		class failure.Class
 		setup func(w *world) []string // returns git fetch's arguments
 	}{
-		{"missing ref", fetch.ClassNotFound, func(w *world) []string { return []string{"origin", "refs/heads/nope"} }},
-		{"missing repository", fetch.ClassNotFound, func(w *world) []string { return []string{filepath.Join(w.root, "nope.git")} }},
-		{"missing remote", fetch.ClassNotFound, func(w *world) []string { return []string{"nosuchremote"} }},
-		{"usage", fetch.ClassUsage, func(w *world) []string { return []string{"--no-such-option"} }},
-		{"non-fast-forward", fetch.ClassRejected, func(w *world) []string {
+		{"missing ref", failure.NotFound, func(w *world) []string { return []string{"origin", "refs/heads/nope"} }},
+		{"missing repository", failure.NotFound, func(w *world) []string { return []string{filepath.Join(w.root, "nope.git")} }},
+		{"missing remote", failure.NotFound, func(w *world) []string { return []string{"nosuchremote"} }},
+		{"usage", failure.Usage, func(w *world) []string { return []string{"--no-such-option"} }},
+		{"non-fast-forward", failure.Rejected, func(w *world) []string {
 			w.git(w.clone, "update-ref", "refs/heads/loc", "refs/remotes/origin/main")
 			w.git(w.remote, "update-ref", "refs/heads/b5", w.commit("unrelated", ""))
 			return []string{"origin", "refs/heads/b5:refs/heads/loc"}
 		}},
-		{"would clobber tag", fetch.ClassRejected, func(w *world) []string {
+		{"would clobber tag", failure.Rejected, func(w *world) []string {
 			w.git(w.remote, "tag", "t1", "main~1")
 			w.git(w.clone, "fetch", "-q", "origin", "refs/tags/*:refs/tags/*")
 			w.git(w.remote, "tag", "-f", "t1", "main")
 			return []string{"origin", "refs/tags/*:refs/tags/*"}
 		}},
-		{"checked-out branch", fetch.ClassRejected, func(w *world) []string { return []string{"origin", "refs/heads/b5:refs/heads/main"} }},
-		{"hook", fetch.ClassDeclined, func(w *world) []string {
+		{"checked-out branch", failure.Rejected, func(w *world) []string { return []string{"origin", "refs/heads/b5:refs/heads/main"} }},
+		{"hook", failure.Declined, func(w *world) []string {
 			hook := filepath.Join(w.clone, ".git", "hooks", "reference-transaction")
 			if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
 				w.t.Fatal(err)
@@ -327,7 +330,7 @@ func TestFinalFailuresAsGit(t *testing.T) {
 				if r.code != want.code || r.stdout != want.stdout || r.stderr != want.stderr {
 					t.Errorf("refretry fetch: exit %d\n%s\nplain git fetch: exit %d\n%s", r.code, r.stderr, want.code, want.stderr)
 				}
-				if got := r.classes(); !slices.Equal(got, []fetch.Class{tc.class}) {
+				if got := r.classes(); !slices.Equal(got, []failure.Class{tc.class}) {
 					t.Errorf("attempts %v, want one %s", got, tc.class)
 				}
 			})
@@ -365,11 +368,11 @@ func TestStaleLock(t *testing.T) {
 			}
 			r := w.run(func(r *fetch.Runner) { r.BreakStaleLocks = breakIt }, "origin")
 			if !breakIt {
-				var e *fetch.Error
-				if r.code != 1 || !errors.As(r.err, &e) || e.Class != fetch.ClassStaleLock || len(r.attempts) != 1 {
+				var e *failure.Error
+				if r.code != 1 || !errors.As(r.err, &e) || e.Class != failure.StaleLock || len(r.attempts) != 1 {
 					t.Fatalf("exit %d, err %v, attempts %v", r.code, r.err, r.classes())
 				}
-				if adv := e.Advice(); !strings.Contains(adv, "rm -f '"+lock+"'") {
+				if adv := e.Advice; !strings.Contains(adv, "rm -f '"+lock+"'") {
 					t.Errorf("advice %q does not say how to remove the lock", adv)
 				}
 				if _, err := os.Stat(lock); err != nil {
@@ -417,7 +420,7 @@ func TestUnseenHolder(t *testing.T) {
 				t.Fatalf("the lock was removed:\n%s", r.stderr)
 			}
 			if lands {
-				if r.code != 0 || len(r.attempts) != 2 || r.classes()[0] != fetch.ClassLockContention {
+				if r.code != 0 || len(r.attempts) != 2 || r.classes()[0] != failure.LockContention {
 					t.Fatalf("exit %d, attempts %v\n%s", r.code, r.classes(), r.stderr)
 				}
 				if b := w.behind(); b != 0 {
@@ -425,12 +428,12 @@ func TestUnseenHolder(t *testing.T) {
 				}
 				return
 			}
-			var e *fetch.Error
-			if r.code == 0 || !errors.As(r.err, &e) || e.Class != fetch.ClassLockContention || !e.HolderUnseen() {
+			var e *failure.Error
+			if r.code == 0 || !errors.As(r.err, &e) || e.Class != failure.LockContention || e.Lock == nil || !e.Lock.HolderUnseen {
 				t.Fatalf("exit %d, err %v, attempts %v", r.code, r.err, r.classes())
 			}
 			want := "its holder, process 4194304 (from the ~pid.lock file), is not running here, but the lock is younger than the pid grace of 2m0s"
-			if adv := e.Advice(); !strings.HasPrefix(adv, "lock "+lock+" (age ") || !strings.Contains(adv, want) {
+			if adv := e.Advice; !strings.HasPrefix(adv, "lock "+lock+" (age ") || !strings.Contains(adv, want) {
 				t.Errorf("advice %q, want it to say %q", adv, want)
 			}
 			if _, err := os.Stat(lock); err != nil {
@@ -447,9 +450,9 @@ func TestStdinRefspecs(t *testing.T) {
 	lock := w.lockPath("refs/remotes/origin/b3")
 	release := hold(t, lock)
 	defer release()
+	w.stdin = strings.NewReader("refs/heads/b3:refs/remotes/origin/b3\nrefs/heads/b4:refs/remotes/origin/b4\n")
 	r := w.run(func(r *fetch.Runner) {
 		r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0'")
-		r.Stdin = strings.NewReader("refs/heads/b3:refs/remotes/origin/b3\nrefs/heads/b4:refs/remotes/origin/b4\n")
 		record := r.OnAttempt
 		r.OnAttempt = func(a retry.Attempt) { record(a); release() }
 	}, "--stdin", "origin")
@@ -472,13 +475,13 @@ func TestHTTP(t *testing.T) {
 		name string
 		opts gitserver.Options
 		repo string
-		want []fetch.Class
+		want []failure.Class
 		code int
 	}{
-		{"500 then served", gitserver.Options{FailStatus: 500, FailFirst: 1}, "remote.git", []fetch.Class{fetch.ClassTransport, "ok"}, 0},
-		{"hang-up then served", gitserver.Options{HangUp: 1}, "remote.git", []fetch.Class{fetch.ClassTransport, "ok"}, 0},
-		{"authentication", gitserver.Options{User: "u", Password: "p"}, "remote.git", []fetch.Class{fetch.ClassAuth}, 128},
-		{"missing repository", gitserver.Options{}, "nope.git", []fetch.Class{fetch.ClassNotFound}, 128},
+		{"500 then served", gitserver.Options{FailStatus: 500, FailFirst: 1}, "remote.git", []failure.Class{failure.Transport, "ok"}, 0},
+		{"hang-up then served", gitserver.Options{HangUp: 1}, "remote.git", []failure.Class{failure.Transport, "ok"}, 0},
+		{"authentication", gitserver.Options{User: "u", Password: "p"}, "remote.git", []failure.Class{failure.Auth}, 128},
+		{"missing repository", gitserver.Options{}, "nope.git", []failure.Class{failure.NotFound}, 128},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -524,14 +527,14 @@ func TestHTTPRateLimit(t *testing.T) {
 		name      string
 		g         testutil.Git
 		failFirst int
-		want      []fetch.Class
+		want      []failure.Class
 		minWall   time.Duration // at least what the server asked for, in all
 		minDelay  time.Duration // refretry's own wait after the first attempt
 	}{
-		{"2.55, one 429 with Retry-After 2", cur, 1, []fetch.Class{"ok"}, 2 * time.Second, 0},
+		{"2.55, one 429 with Retry-After 2", cur, 1, []failure.Class{"ok"}, 2 * time.Second, 0},
 		// git asks 3 times (http.maxRetries), waiting 1 s twice, then says so.
-		{"2.55, three 429s with Retry-After 1", cur, 3, []fetch.Class{fetch.ClassTransport, "ok"}, 3 * time.Second, time.Second},
-		{"2.39, one 429", old, 1, []fetch.Class{fetch.ClassTransport, "ok"}, 0, 0},
+		{"2.55, three 429s with Retry-After 1", cur, 3, []failure.Class{failure.Transport, "ok"}, 3 * time.Second, time.Second},
+		{"2.39, one 429", old, 1, []failure.Class{failure.Transport, "ok"}, 0, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

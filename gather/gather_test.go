@@ -16,6 +16,7 @@ import (
 	"github.com/refretry/refretry/internal/hermetic"
 	"github.com/refretry/refretry/internal/testutil"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/transaction"
 )
 
 // remote is a bare repository with main, reached over file://.
@@ -81,9 +82,9 @@ func newJob(t *testing.T, r *remote, name string, files map[string]string) job {
 func (j job) runner(r *remote, configure func(*gather.Runner)) *gather.Runner {
 	gr := &gather.Runner{
 		Git: r.g.Path, Dirs: []string{j.dir}, Env: j.env, Remote: "origin", Branch: "main", Source: "HEAD",
-		Policy: func() (retry.Policy, error) {
-			return retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
-				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}, nil
+		Settings: func() (transaction.Settings, error) {
+			return transaction.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
+				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
 		},
 	}
 	if configure != nil {
@@ -253,9 +254,9 @@ func TestGatherRacingGatherers(t *testing.T) {
 	}
 	outs := all(jobs, r, func(gr *gather.Runner) {
 		gr.LeaseTimeout = time.Nanosecond
-		gr.Policy = func() (retry.Policy, error) {
-			return retry.Policy{Timeout: 20 * time.Second, MaxAttempts: 10, InitialDelay: time.Millisecond,
-				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}, nil
+		gr.Settings = func() (transaction.Settings, error) {
+			return transaction.Settings{Policy: retry.Policy{Timeout: 20 * time.Second, MaxAttempts: 10, InitialDelay: time.Millisecond,
+				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
 		}
 	})
 	log := run(t, g, r.dir, r.env, "log", "--format=%s", "main")

@@ -12,11 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/transaction"
 )
 
 // Defaults of the Runner's limits.
@@ -56,15 +58,15 @@ type Runner struct {
 	// LeaseTimeout is how long a lease may stay unchanged before a waiter takes it
 	// over; 0 means DefaultLeaseTimeout.
 	LeaseTimeout time.Duration
-	// Policy is the budget (its Timeout bounds the whole run; the staging push is
-	// retried on its schedule). nil means retry.DefaultPolicy.
-	Policy func() (retry.Policy, error)
+	// Settings supplies the budget (its policy's Timeout bounds the whole run; the
+	// staging push is retried on its schedule). nil means retry.DefaultPolicy.
+	Settings func() (transaction.Settings, error)
 
 	// Stderr receives git's output when a push fails for good.
 	Stderr io.Writer
-	// Notify, if set, receives one-line notes on what happened (staged, gathered,
-	// landed, a lease taken over, a staged commit that is old).
-	Notify func(msg string)
+	// Note, if set, is told what happened (staged, gathered, landed, a lease taken
+	// over, a staged commit that is old), as a kind ("gather") and a line.
+	Note func(kind, msg string)
 	// OnAttempt, if set, is called after every attempt of the staging push.
 	OnAttempt func(retry.Attempt)
 }
@@ -194,15 +196,16 @@ func (r *Runner) git() string {
 }
 
 func (r *Runner) policyOrDefault() (retry.Policy, error) {
-	if r.Policy == nil {
+	if r.Settings == nil {
 		return retry.DefaultPolicy(), nil
 	}
-	return r.Policy()
+	s, err := r.Settings()
+	return s.Policy, err
 }
 
 func (r *Runner) notify(format string, a ...any) {
-	if r.Notify != nil {
-		r.Notify(fmt.Sprintf(format, a...))
+	if r.Note != nil {
+		r.Note("gather", fmt.Sprintf(format, a...))
 	}
 }
 
@@ -312,22 +315,22 @@ func (u *run) stage(ctx context.Context, commit string) error {
 	ref := u.n.staged(id)
 	var out, errOut bytes.Buffer
 	p := &push.Runner{
-		Git: u.git(), Dirs: u.Dirs, Env: u.Env, Stdout: &out, Stderr: &errOut,
-		Policy: func() (retry.Policy, error) { return u.policy, nil },
+		Git: u.git(), Dirs: u.Dirs, Env: u.Env,
+		Settings: func() (transaction.Settings, error) { return transaction.Settings{Policy: u.policy}, nil },
 		OnAttempt: func(a retry.Attempt) {
 			u.res.Pushes++
 			if u.OnAttempt != nil {
 				u.OnAttempt(a)
 			}
 		},
-		Notify: u.Notify,
+		Note: u.Note,
 	}
 	args := append(append(append([]string(nil), u.PushOptions...), "--porcelain", u.Remote), commit+":"+ref)
-	code, err := p.Run(ctx, args)
-	if code != 0 {
+	res, err := p.Run(ctx, args, &out, &errOut)
+	if res.ExitCode != 0 {
 		u.stderr().Write(errOut.Bytes())
-		var pe *push.Error
-		if errors.As(err, &pe) && (pe.Class == push.ClassDeclined || pe.Class == push.ClassRejected) {
+		var pe *failure.Error
+		if errors.As(err, &pe) && (pe.Class == failure.Declined || pe.Class == failure.Rejected) {
 			return fmt.Errorf("the remote refused the staged ref %s (%s): it does not accept refs outside "+
 				"refs/heads and refs/tags, or a rule forbids them; push with --rebase or --regenerate instead: %w", ref, pe.Message, err)
 		}
@@ -485,13 +488,13 @@ func (u *run) fetch(ctx context.Context, refs []string, depth int) ([]string, er
 
 // pushRefs runs one atomic git push of refspecs, each with its lease, and reports
 // whether it succeeded and how it failed.
-func (u *run) pushRefs(ctx context.Context, refspecs []string) (bool, *push.Error) {
+func (u *run) pushRefs(ctx context.Context, refspecs []string) (bool, *failure.Error) {
 	args := append(append([]string{"push"}, u.PushOptions...), "--atomic", "--porcelain", u.Remote)
 	c, err := gitexec.Capture(u.repo.Command(ctx, u.http.Attempt(u.env, u.left()), append(args, refspecs...)...))
 	u.res.Pushes++
 	u.lastPush = c
 	if err != nil {
-		return false, &push.Error{ExitCode: 128, Class: push.ClassOther, Message: err.Error()}
+		return false, &failure.Error{Command: "push", ExitCode: 128, Class: failure.Other, Message: err.Error()}
 	}
 	if e := push.Classify(c.Code, c.Stdout, c.Stderr); e != nil {
 		return false, e

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/replay"
-	"github.com/refretry/refretry/push"
 )
 
 // staleAge is the age past which a gatherer notes a staged commit: a job that staged
@@ -80,7 +80,7 @@ func (u *run) gather(ctx context.Context, st state, value string) error {
 	specs = append(specs, "--force-with-lease="+u.n.lease()+":"+value, ":"+u.n.lease())
 	ok, perr := u.pushRefs(ctx, specs)
 	if !ok {
-		if perr != nil && perr.Class == push.ClassDeclined {
+		if perr != nil && perr.Class == failure.Declined {
 			// A rule of the remote refused the gather (a cap on refs per push, say):
 			// fewer refs at a time may pass.
 			u.stderr().Write(u.lastPush.Stderr)

@@ -2,8 +2,10 @@ package push
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitmsg"
 )
 
@@ -59,24 +61,39 @@ var policyReasons = map[string]bool{
 
 // classRank orders permanent classes: when refs fail for different reasons, the
 // highest rank decides, so that a retryable or rebasable ref never hides a real refusal.
-var classRank = map[Class]int{
-	ClassLockContention: 1, ClassTransport: 1, ClassRace: 1, ClassUnknown: 1, ClassBehind: 2, ClassRejected: 3,
-	ClassStaleLock: 4, ClassDeclined: 5, ClassOther: 6,
+var classRank = map[failure.Class]int{
+	failure.LockContention: 1, failure.Transport: 1, failure.Race: 1, failure.Unknown: 1, failure.Behind: 2, failure.Rejected: 3,
+	failure.StaleLock: 4, failure.Declined: 5, failure.Other: 6,
 }
 
 // Classify turns a finished git push (exit code, --porcelain standard output, C-locale
-// standard error) into an *Error, or nil when it succeeded. Per-ref rejections decide
-// first; only a push that printed none is judged by its error message. A failure it
-// does not recognise is ClassOther, which is never retried.
-func Classify(exitCode int, stdout, stderr []byte) *Error {
-	if exitCode == 0 {
-		return nil
-	}
+// standard error) into a *failure.Error, or nil when it succeeded. Per-ref rejections
+// decide first; only a push that printed none is judged by its error message. A
+// failure it does not recognise is failure.Other, which is never retried.
+func Classify(exitCode int, stdout, stderr []byte) *failure.Error {
+	return classify(exitCode, stdout, stderr).err
+}
+
+// verdict is one attempt as the Runner needs it: the failure, and the porcelain's refs
+// with each rejected ref's class ("" for refs that did not fail or failed only
+// because another did).
+type verdict struct {
+	err     *failure.Error
+	report  Report
+	classes []failure.Class
+}
+
+func classify(exitCode int, stdout, stderr []byte) verdict {
 	rep := ParsePorcelain(stdout)
-	e := &Error{ExitCode: exitCode, Class: ClassOther, Refs: rep.Refs, URL: rep.URL}
+	v := verdict{report: rep}
+	if exitCode == 0 {
+		return v
+	}
+	e := &failure.Error{Command: "push", ExitCode: exitCode, Class: failure.Other}
+	v.err = e
 	if exitCode == 129 {
-		e.Class, e.Message = ClassUsage, gitmsg.LastMessage(stderr)
-		return e
+		e.Class, e.Message = failure.Usage, gitmsg.LastMessage(stderr)
+		return v
 	}
 	rejected := false
 	for _, s := range rep.Refs {
@@ -84,85 +101,91 @@ func Classify(exitCode int, stdout, stderr []byte) *Error {
 	}
 	if rejected {
 		ev := remoteEvidence(stderr)
-		classifyRefs(e, ev)
-		if e.Class == ClassDeclined && policyReasons[refReason(e)] {
+		v.classes = classifyRefs(e, rep.Refs, ev)
+		if e.Class == failure.Declined && policyReasons[refReason(e)] {
 			e.Policy = ev.policy
 		}
-		if e.Class == ClassTransport {
-			if te, _ := transportFailure(stderr); te != nil {
-				e.Cause = te
-			} else {
+		if e.Class == failure.Transport {
+			e.Cause = transportFailure(stderr, e)
+			if e.Cause == nil {
 				e.Cause = &TransportError{Message: e.Message}
 			}
 		}
-		return e
+		e.Advice = advice(e)
+		return v
 	}
 	e.Message = gitmsg.LastMessage(stderr)
 	if line, ok := gitmsg.Unsupported(stderr); ok {
 		// The first cause git names decides: the hang-up that follows is its effect.
-		e.Class, e.Message = ClassDeclined, line
-		return e
+		e.Class, e.Message = failure.Declined, line
+		e.Advice = advice(e)
+		return v
 	}
-	if te, auth := transportFailure(stderr); auth {
-		e.Class = ClassAuth
-	} else if te != nil {
-		e.Class, e.Cause = ClassTransport, te
+	if t := gitmsg.ReadTransport(stderr); t.Auth {
+		e.Class = failure.Auth
+	} else if te := transportFailure(stderr, e); te != nil {
+		e.Class, e.Cause = failure.Transport, te
 	}
-	return e
+	return v
 }
 
-// classifyRefs picks the class of a push with rejected refs from the worst of them.
-func classifyRefs(e *Error, ev evidence) {
-	best := Class("")
+// classifyRefs picks the class of a push with rejected refs from the worst of them,
+// and returns each ref's class.
+func classifyRefs(e *failure.Error, refs []RefStatus, ev evidence) []failure.Class {
+	best := failure.Class("")
 	var first *RefStatus
-	e.classes = make([]Class, len(e.Refs))
-	for i, s := range e.Refs {
+	classes := make([]failure.Class, len(refs))
+	for i, s := range refs {
 		if !s.Rejected() {
 			continue
 		}
 		if first == nil {
-			first = &e.Refs[i]
+			first = &refs[i]
 		}
-		c, cause := refClass(s, ev)
-		e.classes[i] = c
+		c, detail := refClass(s, ev)
+		classes[i] = c
 		if c == "" {
 			continue // collateral of another ref's failure
 		}
 		if best == "" || classRank[c] > classRank[best] {
 			best = c
-			e.Message = describe(s)
-			if cause != nil {
-				e.Cause = cause
-			} else {
-				e.Cause = &RejectedError{Ref: s.To, From: s.From, Reason: s.Reason, Remote: s.RemoteRejected()}
+			e.Message, e.Ref, e.Lock, e.Moved = describe(s), s.To, nil, nil
+			e.Cause = &RejectedError{Ref: s.To, From: s.From, Reason: s.Reason, Remote: s.RemoteRejected()}
+			switch d := detail.(type) {
+			case *failure.Lock:
+				e.Lock = d
+			case *failure.Moved:
+				e.Moved = d
 			}
 		}
 	}
 	if best == "" {
-		best = ClassOther
-		e.Message = describe(*first)
+		best = failure.Other
+		e.Message, e.Ref = describe(*first), first.To
 		e.Cause = &RejectedError{Ref: first.To, From: first.From, Reason: first.Reason, Remote: first.RemoteRejected()}
 	}
 	e.Class = best
+	return classes
 }
 
 // refClass classifies one rejected ref; "" means it only failed because another did.
-// The error returned, if any, is the server's evidence that decided.
-func refClass(s RefStatus, ev evidence) (Class, error) {
+// The detail returned, if any, is the server's evidence that decided: a *failure.Lock
+// or a *failure.Moved.
+func refClass(s RefStatus, ev evidence) (failure.Class, error) {
 	if s.Summary == summaryRemoteFailure {
 		// The server took the pack but its report was lost: the outcome is unknown.
-		return ClassTransport, nil
+		return failure.Transport, nil
 	}
 	if !s.RemoteRejected() {
 		switch {
 		case s.Reason == reasonNonFastForward || s.Reason == reasonFetchFirst:
-			return ClassBehind, nil
+			return failure.Behind, nil
 		case s.Reason == reasonAtomicPushFailed:
 			return "", nil
 		case rejectedReasons[s.Reason]:
-			return ClassRejected, nil
+			return failure.Rejected, nil
 		}
-		return ClassOther, nil
+		return failure.Other, nil
 	}
 	if ref, inner, ok := cannotLockReason(s.Reason); ok {
 		return forgeRefClass(s, ref, inner)
@@ -170,20 +193,20 @@ func refClass(s RefStatus, ev evidence) (Class, error) {
 	switch s.Reason {
 	case reasonFailure:
 		if ev.commitRefs {
-			return ClassUnknown, nil
+			return failure.Unknown, nil
 		}
-		return ClassOther, nil
+		return failure.Other, nil
 	case reasonServerError, reasonMigrate:
-		return ClassUnknown, nil
+		return failure.Unknown, nil
 	case reasonFailedRefs, reasonFailedRef, reasonAtomicFailed, reasonIncorrectOld:
 		if m := ev.moved[s.To]; m != nil {
-			return ClassBehind, m
+			return failure.Behind, m
 		}
 		if s.Reason == reasonIncorrectOld {
 			// The server's compare-and-swap failed and it did not say why (GitLab):
 			// the ref moved after the advertisement. Verified first, like any
 			// compare-and-swap failure on the server.
-			return ClassBehind, &MovedError{Ref: s.To}
+			return failure.Behind, &failure.Moved{Ref: s.To}
 		}
 		if l := pickLock(ev.locks, ""); l != nil {
 			return lockClass(l), l
@@ -191,24 +214,24 @@ func refClass(s RefStatus, ev evidence) (Class, error) {
 		if len(ev.moved) > 0 && s.Reason == reasonAtomicFailed {
 			return "", nil // another ref of the atomic push moved
 		}
-		return ClassOther, nil
+		return failure.Other, nil
 	case reasonRefExists:
 		// Also a genuine "ref exists" refusal; contention only when the server's
 		// message names a lock on this very ref.
 		if l := pickLock(ev.locks, s.To); l != nil {
 			return lockClass(l), l
 		}
-		return ClassRejected, nil
+		return failure.Rejected, nil
 	case reasonAtomicPushFailure:
 		return "", nil
 	}
 	switch {
 	case rejectedReasons[s.Reason]:
-		return ClassRejected, nil
+		return failure.Rejected, nil
 	case declinedReasons[s.Reason]:
-		return ClassDeclined, nil
+		return failure.Declined, nil
 	}
-	return ClassOther, nil
+	return failure.Other, nil
 }
 
 // cannotLockReason reads a rejection reason that is git's own ref-update error, as
@@ -225,21 +248,21 @@ func cannotLockReason(reason string) (ref, inner string, ok bool) {
 // (GitHub): a failed compare-and-swap is a push behind the remote; a ref created or
 // deleted meanwhile is a race, verified and retried; a held lock is contention; any
 // other reason (a directory/file conflict between ref names) is final.
-func forgeRefClass(s RefStatus, ref, inner string) (Class, error) {
+func forgeRefClass(s RefStatus, ref, inner string) (failure.Class, error) {
 	switch {
 	case gitmsg.CAS().MatchString(inner):
 		m := gitmsg.CAS().FindStringSubmatch(inner)
-		return ClassBehind, &MovedError{Ref: ref, Actual: m[1], Expected: m[2]}
+		return failure.Behind, &failure.Moved{Ref: ref, Actual: m[1], Expected: m[2]}
 	case inner == "reference already exists" || strings.HasPrefix(inner, "unable to resolve reference "):
-		return ClassRace, &RejectedError{Ref: s.To, From: s.From, Reason: s.Reason, Remote: true}
+		return failure.Race, nil
 	case gitmsg.Exists().MatchString(inner):
-		return ClassLockContention, &LockedError{Ref: ref, Lock: gitmsg.Exists().FindStringSubmatch(inner)[1], Remote: true}
+		return failure.LockContention, &failure.Lock{Ref: ref, Path: gitmsg.Exists().FindStringSubmatch(inner)[1], Remote: true}
 	}
-	return ClassRejected, nil
+	return failure.Rejected, nil
 }
 
 // refReason is the reason of the ref that decided e's class.
-func refReason(e *Error) string {
+func refReason(e *failure.Error) string {
 	var r *RejectedError
 	if errors.As(e.Cause, &r) {
 		return r.Reason
@@ -249,8 +272,8 @@ func refReason(e *Error) string {
 
 // pickLock returns the server's lock failure for ref ("" for any), preferring a
 // stale one, which must stop the retries.
-func pickLock(locks []*LockedError, ref string) *LockedError {
-	var found *LockedError
+func pickLock(locks []*failure.Lock, ref string) *failure.Lock {
+	var found *failure.Lock
 	for _, l := range locks {
 		if ref != "" && l.Ref != ref {
 			continue
@@ -265,11 +288,11 @@ func pickLock(locks []*LockedError, ref string) *LockedError {
 	return found
 }
 
-func lockClass(l *LockedError) Class {
+func lockClass(l *failure.Lock) failure.Class {
 	if l.Stale {
-		return ClassStaleLock
+		return failure.StaleLock
 	}
-	return ClassLockContention
+	return failure.LockContention
 }
 
 func describe(s RefStatus) string {
@@ -283,12 +306,31 @@ func describe(s RefStatus) string {
 	return s.Summary + " " + to + " (" + s.Reason + ")"
 }
 
-// transportFailure looks for a transport failure in git's own stderr lines. auth is
-// true for an authentication or permission failure, which wins over anything else.
-func transportFailure(stderr []byte) (te *TransportError, auth bool) {
+// transportFailure looks for a transport failure in git's own stderr lines; it
+// records in e how long the server asked to wait, when it said.
+func transportFailure(stderr []byte, e *failure.Error) *TransportError {
 	t := gitmsg.ReadTransport(stderr)
-	if t.Line != "" {
-		te = &TransportError{HTTPStatus: t.HTTPStatus, Message: t.Line, Wait: t.RetryAfter}
+	if t.Line == "" || t.Auth {
+		return nil
 	}
-	return te, t.Auth
+	e.Wait = t.RetryAfter
+	return &TransportError{HTTPStatus: t.HTTPStatus, Message: t.Line}
+}
+
+// advice is refretry's own line about a final failure that git's output does not
+// explain: for a refusal by the remote's rules, what the rule says; for a remote
+// without atomic pushes, how to push without; for a stale lock on the remote, that it
+// must be removed there.
+func advice(e *failure.Error) string {
+	switch {
+	case e.Class == failure.Declined && len(e.Policy) > 0:
+		return "the remote's rules refused the push, so refretry did not retry: " + strings.Join(e.Policy, " ")
+	case e.Class == failure.Declined && strings.Contains(e.Message, "does not support --atomic push"):
+		return "the remote does not support atomic pushes; push with refretry push --no-atomic " +
+			"(each ref is then accepted or refused on its own)"
+	case e.Class == failure.StaleLock && e.Lock != nil:
+		return fmt.Sprintf("the remote's lock %s was held by process %d, which is gone; "+
+			"it must be removed on the server, so refretry did not retry", e.Lock.Path, e.Lock.PID)
+	}
+	return ""
 }

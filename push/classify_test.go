@@ -2,6 +2,7 @@ package push
 
 import (
 	"errors"
+	"github.com/refretry/refretry/failure"
 	"strings"
 	"testing"
 )
@@ -42,129 +43,129 @@ func TestClassify(t *testing.T) {
 		name           string
 		code           int
 		stdout, stderr string
-		want           Class
-		wantLock       string // LockedError.Lock, when a lock is the cause
+		want           failure.Class
+		wantLock       string // failure.Lock.Lock, when a lock is the cause
 		wantRef        string // RejectedError.Ref, when a rejection is the cause
 		wantHTTP       int
 	}{
 		{name: "success", code: 0, stdout: porcelain("*\trefs/heads/main:refs/heads/x\t[new branch]"), want: ""},
 		{name: "2.55 files lock non-atomic", code: 1, stderr: filesLock255,
 			stdout: porcelain(" \trefs/heads/main:refs/heads/main\t51cf357..8bb6dea", "!\trefs/heads/main:refs/heads/x\t[remote rejected] (reference already exists)"),
-			want:   ClassLockContention, wantLock: "/srv/r.git/./refs/heads/x.lock"},
+			want:   failure.LockContention, wantLock: "/srv/r.git/./refs/heads/x.lock"},
 		{name: "2.55 files lock atomic", code: 1, stderr: filesLock255,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (atomic transaction failed)", "!\trefs/heads/main:refs/heads/x\t[remote rejected] (atomic transaction failed)"),
-			want:   ClassLockContention, wantLock: "/srv/r.git/./refs/heads/x.lock"},
+			want:   failure.LockContention, wantLock: "/srv/r.git/./refs/heads/x.lock"},
 		{name: "2.39 files lock non-atomic", code: 1, stderr: filesLock239,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (failed to update ref)"),
-			want:   ClassLockContention, wantLock: "/srv/r.git/./refs/heads/x.lock"},
+			want:   failure.LockContention, wantLock: "/srv/r.git/./refs/heads/x.lock"},
 		{name: "reftable lock non-atomic", code: 1, stderr: reftableLock,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (failed to update refs)"),
-			want:   ClassLockContention, wantLock: ""},
+			want:   failure.LockContention, wantLock: ""},
 		{name: "reftable lock atomic", code: 1, stderr: reftableLock,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (atomic transaction failed)"),
-			want:   ClassLockContention},
+			want:   failure.LockContention},
 		{name: "packed-refs lock on a deletion", code: 1,
 			stderr: "remote: error: Unable to create '/srv/r.git/./packed-refs.lock': File exists." + pad + "\n" +
 				"remote: \n" +
 				"remote: Another git process seems to be running in this repository, or the lock file may be stale" + pad + "\n" + failedToPush,
 			stdout: porcelain("!\t:refs/heads/feat\t[remote rejected] (failed to update refs)"),
-			want:   ClassLockContention, wantLock: "/srv/r.git/./packed-refs.lock"},
+			want:   failure.LockContention, wantLock: "/srv/r.git/./packed-refs.lock"},
 		{name: "dead holder is stale", code: 1, stderr: filesDead,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (reference already exists)"),
-			want:   ClassStaleLock, wantLock: "/srv/r.git/./refs/heads/x.lock"},
+			want:   failure.StaleLock, wantLock: "/srv/r.git/./refs/heads/x.lock"},
 		{name: "reference already exists without lock message", code: 1, stderr: failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (reference already exists)"),
-			want:   ClassRejected, wantRef: "refs/heads/x"},
+			want:   failure.Rejected, wantRef: "refs/heads/x"},
 		{name: "lock on another ref does not excuse this one", code: 1, stderr: filesLock255,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/y\t[remote rejected] (reference already exists)"),
-			want:   ClassRejected, wantRef: "refs/heads/y"},
+			want:   failure.Rejected, wantRef: "refs/heads/y"},
 		{name: "generic failure without lock message", code: 1, stderr: failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (failed to update refs)"),
-			want:   ClassOther, wantRef: "refs/heads/x"},
+			want:   failure.Other, wantRef: "refs/heads/x"},
 		{name: "lock message without advice", code: 1,
 			stderr: "remote: error: cannot lock ref 'refs/heads/x': Unable to create '/srv/r.git/./refs/heads/x.lock': File exists." + pad + "\n" + failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/x\t[remote rejected] (failed to update ref)"),
-			want:   ClassOther},
+			want:   failure.Other},
 		{name: "fetch first atomic, 2.39 also says hung up", code: 1,
 			stderr: "error: atomic push failed for ref refs/heads/main. status: 5\n\nfatal: the remote end hung up unexpectedly\n" + failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[rejected] (fetch first)", "!\trefs/heads/main:refs/heads/n2\t[rejected] (atomic push failed)"),
-			want:   ClassBehind, wantRef: "refs/heads/main"},
+			want:   failure.Behind, wantRef: "refs/heads/main"},
 		{name: "non-fast-forward", code: 1, stderr: failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[rejected] (non-fast-forward)"),
-			want:   ClassBehind, wantRef: "refs/heads/main"},
+			want:   failure.Behind, wantRef: "refs/heads/main"},
 		{name: "stale info", code: 1, stderr: failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[rejected] (stale info)"),
-			want:   ClassRejected, wantRef: "refs/heads/main"},
+			want:   failure.Rejected, wantRef: "refs/heads/main"},
 		{name: "tag already exists", code: 1, stderr: failedToPush,
 			stdout: porcelain("!\trefs/tags/v1:refs/tags/v1\t[rejected] (already exists)"),
-			want:   ClassRejected, wantRef: "refs/tags/v1"},
+			want:   failure.Rejected, wantRef: "refs/tags/v1"},
 		{name: "stale info beats a lock on another ref", code: 1, stderr: reftableLock,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[rejected] (stale info)", "!\trefs/heads/main:refs/heads/x\t[remote rejected] (failed to update refs)"),
-			want:   ClassRejected, wantRef: "refs/heads/main"},
+			want:   failure.Rejected, wantRef: "refs/heads/main"},
 		{name: "hook declined", code: 1, stderr: "remote: error: hook declined to update refs/heads/h" + pad + "\n" + failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/h\t[remote rejected] (hook declined)"),
-			want:   ClassDeclined, wantRef: "refs/heads/h"},
+			want:   failure.Declined, wantRef: "refs/heads/h"},
 		{name: "pre-receive declined", code: 1, stderr: failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/h\t[remote rejected] (pre-receive hook declined)"),
-			want:   ClassDeclined},
+			want:   failure.Declined},
 		{name: "deletion prohibited", code: 1, stderr: "remote: error: denying ref deletion for refs/heads/side" + pad + "\n" + failedToPush,
 			stdout: porcelain("!\t:refs/heads/side\t[remote rejected] (deletion prohibited)"),
-			want:   ClassDeclined, wantRef: "refs/heads/side"},
+			want:   failure.Declined, wantRef: "refs/heads/side"},
 		{name: "moved during the push, atomic", code: 1,
 			stderr: "remote: error: cannot lock ref 'refs/heads/main': is at 58c1cf2b204d9704fde1e6ac585fadc5dbaf9cfa but expected d6a2fb04b531ecb4cf3840e4757af716bcf413d4" + pad + "\n" + failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (atomic transaction failed)", "!\trefs/heads/main:refs/ci/1\t[remote rejected] (atomic transaction failed)"),
-			want:   ClassBehind},
+			want:   failure.Behind},
 		{name: "moved during the push, non-atomic", code: 1,
 			stderr: "remote: error: cannot lock ref 'refs/heads/main': is at 58c1cf2b204d9704fde1e6ac585fadc5dbaf9cfa but expected d6a2fb04b531ecb4cf3840e4757af716bcf413d4" + pad + "\n" + failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (incorrect old value provided)"),
-			want:   ClassBehind},
+			want:   failure.Behind},
 		{name: "incorrect old value without the server's message (GitLab's lost race)", code: 1, stderr: failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (incorrect old value provided)"),
-			want:   ClassBehind},
+			want:   failure.Behind},
 		{name: "unknown reason", code: 1, stderr: failedToPush,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/h\t[remote rejected] (something new)"),
-			want:   ClassOther},
+			want:   failure.Other},
 		{name: "unpacker error with a lock message elsewhere", code: 1, stderr: reftableLock,
 			stdout: porcelain("!\trefs/heads/main:refs/heads/h\t[remote rejected] (unpacker error)"),
-			want:   ClassOther},
+			want:   failure.Other},
 		{name: "connection refused", code: 128,
 			stderr: "fatal: unable to access 'http://127.0.0.1:1/x.git/': Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server\n",
-			want:   ClassTransport},
+			want:   failure.Transport},
 		{name: "503 on the advertisement", code: 128,
 			stderr: "fatal: unable to access 'http://127.0.0.1:5/r.git/': The requested URL returned error: 503\n",
-			want:   ClassTransport, wantHTTP: 503},
+			want:   failure.Transport, wantHTTP: 503},
 		{name: "429", code: 128,
 			stderr: "fatal: unable to access 'http://127.0.0.1:5/r.git/': The requested URL returned error: 429\n",
-			want:   ClassTransport, wantHTTP: 429},
+			want:   failure.Transport, wantHTTP: 429},
 		{name: "503 on the pack", code: 1,
 			stderr: "error: RPC failed; HTTP 503 curl 22 The requested URL returned error: 503\nsend-pack: unexpected disconnect while reading sideband packet\nfatal: the remote end hung up unexpectedly\n",
-			want:   ClassTransport, wantHTTP: 503},
+			want:   failure.Transport, wantHTTP: 503},
 		{name: "stall", code: 128,
 			stderr: "error: RPC failed; curl 28 Operation too slow. Less than 1000 bytes/sec transferred the last 1 seconds\nfatal: the remote end hung up unexpectedly\n",
-			want:   ClassTransport},
+			want:   failure.Transport},
 		{name: "empty reply", code: 1,
 			stderr: "error: RPC failed; curl 52 Empty reply from server\nsend-pack: unexpected disconnect while reading sideband packet\nfatal: the remote end hung up unexpectedly\n",
-			want:   ClassTransport},
+			want:   failure.Transport},
 		{name: "404 is not transient", code: 128,
 			stderr: "fatal: repository 'http://127.0.0.1:5/nope.git/' not found\n",
-			want:   ClassOther},
+			want:   failure.Other},
 		{name: "404 status", code: 128,
 			stderr: "fatal: unable to access 'http://127.0.0.1:5/r.git/': The requested URL returned error: 404\n",
-			want:   ClassOther},
+			want:   failure.Other},
 		{name: "401", code: 128,
 			stderr: "fatal: Authentication failed for 'http://127.0.0.1:5/r.git/'\n",
-			want:   ClassAuth},
+			want:   failure.Auth},
 		{name: "403 in RPC", code: 1,
 			stderr: "error: RPC failed; HTTP 403 curl 22 The requested URL returned error: 403\nfatal: the remote end hung up unexpectedly\n",
-			want:   ClassAuth},
+			want:   failure.Auth},
 		{name: "ssh permission denied", code: 128,
 			stderr: "git@example.com: Permission denied (publickey).\nfatal: Could not read from remote repository.\n",
-			want:   ClassAuth},
+			want:   failure.Auth},
 		{name: "no repository", code: 128,
 			stderr: "fatal: '/srv/nothere.git' does not appear to be a git repository\nfatal: Could not read from remote repository.\n",
-			want:   ClassOther},
-		{name: "usage", code: 129, stderr: "error: unknown option `frob'\nusage: git push [<options>] [<repository> [<refspec>...]]\n", want: ClassUsage},
-		{name: "remote says hung up", code: 128, stderr: "remote: fatal: the remote end hung up unexpectedly\n", want: ClassOther},
+			want:   failure.Other},
+		{name: "usage", code: 129, stderr: "error: unknown option `frob'\nusage: git push [<options>] [<repository> [<refspec>...]]\n", want: failure.Usage},
+		{name: "remote says hung up", code: 128, stderr: "remote: fatal: the remote end hung up unexpectedly\n", want: failure.Other},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,28 +183,28 @@ func TestClassify(t *testing.T) {
 			if e.Class != tc.want || e.ExitCode != tc.code {
 				t.Fatalf("Classify = %s (exit %d), want %s (exit %d); message %q", e.Class, e.ExitCode, tc.want, tc.code, e.Message)
 			}
-			var l *LockedError
-			if tc.want == ClassLockContention || tc.want == ClassStaleLock {
-				if !errors.As(e, &l) {
-					t.Fatalf("no *LockedError in %v", e)
+			if tc.want == failure.LockContention || tc.want == failure.StaleLock {
+				l := e.Lock
+				if l == nil {
+					t.Fatalf("no lock in %v", e)
 				}
-				if l.Lock != tc.wantLock || l.Stale != (tc.want == ClassStaleLock) {
-					t.Errorf("LockedError = %+v, want lock %q", l, tc.wantLock)
+				if l.Path != tc.wantLock || l.Stale != (tc.want == failure.StaleLock) {
+					t.Errorf("failure.Lock = %+v, want lock %q", l, tc.wantLock)
 				}
 			}
-			var m *MovedError
-			if tc.want == ClassBehind && strings.Contains(tc.stderr, "is at ") && (!errors.As(e, &m) || m.Ref != "refs/heads/main" || m.Actual[:7] != "58c1cf2") {
-				t.Errorf("MovedError = %+v", m)
+			m := e.Moved
+			if tc.want == failure.Behind && strings.Contains(tc.stderr, "is at ") && (m == nil || m.Ref != "refs/heads/main" || m.Actual[:7] != "58c1cf2") {
+				t.Errorf("failure.Moved = %+v", m)
 			}
 			var r *RejectedError
 			if tc.wantRef != "" && (!errors.As(e, &r) || r.Ref != tc.wantRef) {
 				t.Errorf("RejectedError = %+v, want ref %s", r, tc.wantRef)
 			}
 			var te *TransportError
-			if tc.want == ClassTransport && (!errors.As(e, &te) || te.HTTPStatus != tc.wantHTTP) {
+			if tc.want == failure.Transport && (!errors.As(e, &te) || te.HTTPStatus != tc.wantHTTP) {
 				t.Errorf("TransportError = %+v, want status %d", te, tc.wantHTTP)
 			}
-			if got := e.Class.Retryable(); got != (tc.want == ClassLockContention || tc.want == ClassTransport || tc.want == ClassRace || tc.want == ClassUnknown) {
+			if got := e.Class.Retryable(); got != (tc.want == failure.LockContention || tc.want == failure.Transport || tc.want == failure.Race || tc.want == failure.Unknown) {
 				t.Errorf("Retryable() = %v", got)
 			}
 		})

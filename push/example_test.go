@@ -17,8 +17,7 @@ func ExampleClassify() {
 	stderr := []byte("remote: error: cannot lock references        \n" +
 		"error: failed to push some refs to 'file:///srv/results.git'\n")
 	e := push.Classify(1, stdout, stderr)
-	var l *push.LockedError
-	fmt.Println(e.Class, e.Class.Retryable(), errors.As(e, &l))
+	fmt.Println(e.Class, e.Class.Retryable(), e.Lock != nil && e.Lock.Remote)
 
 	// The same rejection without the server's lock message is not retried.
 	e = push.Classify(1, stdout, []byte("error: failed to push some refs to 'file:///srv/results.git'\n"))
@@ -54,17 +53,15 @@ func ExampleParsePorcelain() {
 func ExampleRunner() {
 	p := &push.Runner{
 		Dirs: []string{"."}, Env: os.Environ(),
-		Stdout: os.Stdout, Stderr: os.Stderr,
-		Policy: func() (retry.Policy, error) { return retry.DefaultPolicy(), nil },
 		OnAttempt: func(a retry.Attempt) {
 			if a.Err != nil && !a.Final {
 				fmt.Fprintf(os.Stderr, "attempt %d: %v; retrying in %v\n", a.Number, a.Err, a.Delay)
 			}
 		},
 	}
-	code, err := p.Run(context.Background(), []string{"origin", "HEAD:refs/ci/1234/lint"})
+	res, err := p.Run(context.Background(), []string{"origin", "HEAD:refs/ci/1234/lint"}, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
-	os.Exit(code)
+	os.Exit(res.ExitCode)
 }

@@ -3,6 +3,7 @@ package push_test
 import (
 	"errors"
 	"fmt"
+	"github.com/refretry/refretry/failure"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,7 +45,7 @@ func TestLockReleased(t *testing.T) {
 				if r.code != 0 || r.err != nil {
 					t.Fatalf("exit %d, err %v\nstdout:\n%s\nstderr:\n%s", r.code, r.err, r.stdout, r.stderr)
 				}
-				want := []push.Class{push.ClassLockContention, push.ClassLockContention, "ok"}
+				want := []failure.Class{failure.LockContention, failure.LockContention, "ok"}
 				if !slices.Equal(r.classes(), want) {
 					t.Fatalf("attempts %v, want %v\nstderr:\n%s", r.classes(), want, r.stderr)
 				}
@@ -77,9 +78,9 @@ func TestLockHeld(t *testing.T) {
 			defer s.hold(s.lockPath("refs/heads/x"))()
 			r := c.push(smallPolicy(3), nil, "--porcelain", "origin", "main", "main:refs/heads/x")
 			var ex *retry.ExhaustedError
-			var e *push.Error
+			var e *failure.Error
 			if !errors.As(r.err, &ex) || ex.Reason != retry.ReasonAttempts || ex.Attempts != 3 ||
-				!errors.As(r.err, &e) || e.Class != push.ClassLockContention {
+				!errors.As(r.err, &e) || e.Class != failure.LockContention {
 				t.Fatalf("err = %v, want 3 attempts of lock contention exhausted", r.err)
 			}
 			if r.code != 1 {
@@ -119,20 +120,20 @@ func TestConflict(t *testing.T) {
 			cases := []struct {
 				name string
 				args []string
-				want push.Class
+				want failure.Class
 			}{
-				{"fetch first", []string{"origin", "main"}, push.ClassBehind},
-				{"tag exists", []string{"origin", "v1"}, push.ClassRejected},
+				{"fetch first", []string{"origin", "main"}, failure.Behind},
+				{"tag exists", []string{"origin", "v1"}, failure.Rejected},
 			}
 			for _, tc := range cases {
 				r := c.push(smallPolicy(10), nil, append([]string{"--porcelain"}, tc.args...)...)
-				if !slices.Equal(r.classes(), []push.Class{tc.want}) || r.code != 1 {
+				if !slices.Equal(r.classes(), []failure.Class{tc.want}) || r.code != 1 {
 					t.Errorf("%s: attempts %v exit %d, want one %s and exit 1\n%s%s", tc.name, r.classes(), r.code, tc.want, r.stdout, r.stderr)
 				}
 			}
 			// A lease that is wrong is stale info too.
 			r := c.push(smallPolicy(10), nil, "--porcelain", "--force-with-lease=main:"+base, "origin", "main")
-			if !slices.Equal(r.classes(), []push.Class{push.ClassRejected}) {
+			if !slices.Equal(r.classes(), []failure.Class{failure.Rejected}) {
 				t.Errorf("lease: attempts %v\n%s", r.classes(), r.stdout)
 			}
 			if got := s.ref("refs/heads/main"); got != theirs {
@@ -141,7 +142,7 @@ func TestConflict(t *testing.T) {
 			// A hook that declines: one attempt, even with a lock message elsewhere.
 			s.run(s.dir, "config", "receive.denyDeletes", "true")
 			r = c.push(smallPolicy(10), nil, "--porcelain", "origin", ":side")
-			if !slices.Equal(r.classes(), []push.Class{push.ClassDeclined}) || r.code != 1 {
+			if !slices.Equal(r.classes(), []failure.Class{failure.Declined}) || r.code != 1 {
 				t.Errorf("deny deletes: attempts %v exit %d\n%s%s", r.classes(), r.code, r.stdout, r.stderr)
 			}
 		})

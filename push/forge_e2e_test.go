@@ -2,6 +2,7 @@ package push_test
 
 import (
 	"errors"
+	"github.com/refretry/refretry/failure"
 	"slices"
 	"strings"
 	"testing"
@@ -43,23 +44,23 @@ func TestForgeLostRace(t *testing.T) {
 					}})
 				c.commit("mine", "mine\n")
 				r := c.push(smallPolicy(5), func(p *push.Runner) { p.Rebase = rebase }, "origin", "main")
-				var m *push.MovedError
-				if len(r.attempts) == 0 || !errors.As(r.attempts[0].Err, &m) || m.Ref != "refs/heads/main" {
+				var f *failure.Error
+				if len(r.attempts) == 0 || !errors.As(r.attempts[0].Err, &f) || f.Moved == nil || f.Moved.Ref != "refs/heads/main" {
 					t.Fatalf("first attempt %v, want the server's compare-and-swap failure on main\n%s", r.classes(), r.stderr)
 				}
-				if forge == gitserver.ForgeGitHub && m.Actual != theirs {
-					t.Errorf("MovedError %+v, want actual %s", m, theirs)
+				if forge == gitserver.ForgeGitHub && f.Moved.Actual != theirs {
+					t.Errorf("Moved %+v, want actual %s", f.Moved, theirs)
 				}
 				if strings.Contains(r.stderr, "remote: error:") && !rebase {
 					t.Errorf("the front end sent a remote: error line:\n%s", r.stderr)
 				}
 				if !rebase {
-					if r.code != 1 || !slices.Equal(r.classes(), []push.Class{push.ClassBehind}) || s.ref("refs/heads/main") != theirs {
+					if r.code != 1 || !slices.Equal(r.classes(), []failure.Class{failure.Behind}) || s.ref("refs/heads/main") != theirs {
 						t.Errorf("exit %d, attempts %v, want one attempt, behind, exit 1", r.code, r.classes())
 					}
 					return
 				}
-				if r.code != 0 || !slices.Equal(r.classes(), []push.Class{push.ClassBehind, "ok"}) {
+				if r.code != 0 || !slices.Equal(r.classes(), []failure.Class{failure.Behind, "ok"}) {
 					t.Fatalf("exit %d, attempts %v, want behind then ok\n%s", r.code, r.classes(), r.stderr)
 				}
 				log := gitRun(t, cur.Path, s.dir, s.env, "log", "--format=%s", "-3", "refs/heads/main")
@@ -93,7 +94,7 @@ func TestForgeRefPhaseFailures(t *testing.T) {
 				if r.code != 0 || r.err != nil {
 					t.Fatalf("exit %d, err %v, attempts %v\n%s", r.code, r.err, r.classes(), r.stderr)
 				}
-				if got := r.classes(); got[0] != push.ClassUnknown {
+				if got := r.classes(); got[0] != failure.Unknown {
 					t.Errorf("attempts %v, want unknown-outcome first", got)
 				}
 				if s.ref("refs/heads/main") != head {
@@ -142,7 +143,7 @@ func TestForgeRace(t *testing.T) {
 			// so that the other push can create the tag at it.
 			c.run("push", "-q", "file://"+s.dir, "v1^{commit}:refs/ci/other")
 			r := c.push(smallPolicy(5), nil, "origin", "refs/tags/v1")
-			if got := r.classes(); len(got) == 0 || got[0] != push.ClassRace {
+			if got := r.classes(); len(got) == 0 || got[0] != failure.Race {
 				t.Fatalf("attempts %v, want race first\n%s", got, r.stderr)
 			}
 			if same {
@@ -151,7 +152,7 @@ func TestForgeRace(t *testing.T) {
 				}
 				return
 			}
-			if r.code != 1 || !slices.Equal(r.classes(), []push.Class{push.ClassRace, push.ClassRejected}) {
+			if r.code != 1 || !slices.Equal(r.classes(), []failure.Class{failure.Race, failure.Rejected}) {
 				t.Errorf("exit %d, attempts %v, want race then rejected (already exists)\n%s", r.code, r.classes(), r.stderr)
 			}
 		})
@@ -173,16 +174,16 @@ func TestForgeRules(t *testing.T) {
 			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Refuse: []gitserver.Refusal{refusal}})
 			c.commit("b", "b")
 			r := c.push(smallPolicy(5), func(p *push.Runner) { p.Rebase = true }, "origin", "main")
-			var e *push.Error
-			if r.code != 1 || !errors.As(r.err, &e) || e.Class != push.ClassDeclined || len(r.attempts) != 1 || srv.ReceivePacks() != 1 {
+			var e *failure.Error
+			if r.code != 1 || !errors.As(r.err, &e) || e.Class != failure.Declined || len(r.attempts) != 1 || srv.ReceivePacks() != 1 {
 				t.Fatalf("exit %d, err %v, %d attempts, %d POSTs: want declined after one", r.code, r.err, len(r.attempts), srv.ReceivePacks())
 			}
 			last := strings.TrimPrefix(refusal.Lines[len(refusal.Lines)-1], "error: ")
 			if last == "" {
 				last = strings.TrimPrefix(refusal.Lines[len(refusal.Lines)-2], "error: ")
 			}
-			if !strings.Contains(e.Advice(), last) || !strings.Contains(e.Advice(), "refused the push") {
-				t.Errorf("advice %q does not state the rule %q", e.Advice(), last)
+			if !strings.Contains(e.Advice, last) || !strings.Contains(e.Advice, "refused the push") {
+				t.Errorf("advice %q does not state the rule %q", e.Advice, last)
 			}
 			if !strings.Contains(r.stderr, "("+refusal.Reason+")") {
 				t.Errorf("git's output lost:\n%s", r.stderr)

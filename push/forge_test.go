@@ -1,7 +1,7 @@
 package push
 
 import (
-	"errors"
+	"github.com/refretry/refretry/failure"
 	"strings"
 	"testing"
 )
@@ -27,50 +27,50 @@ func TestClassifyForges(t *testing.T) {
 	tests := []struct {
 		name           string
 		stdout, stderr string
-		want           Class
-		wantMoved      *MovedError
+		want           failure.Class
+		wantMoved      *failure.Moved
 		wantPolicy     []string
 	}{
 		{
 			// lionagi#1395, deepagents#3042, argo-cd#27835: no remote: error line.
 			name:   "GitHub lost compare-and-swap",
 			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (cannot lock ref 'refs/heads/main': is at " + oidX + " but expected " + oidY + ")"),
-			stderr: ghFailed, want: ClassBehind,
-			wantMoved: &MovedError{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
+			stderr: ghFailed, want: failure.Behind,
+			wantMoved: &failure.Moved{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
 		},
 		{
 			// fern#15268: a concurrent creation of the same ref.
 			name:   "GitHub ref created meanwhile",
 			stdout: ghPorcelain("!\trefs/tags/v1:refs/tags/v1\t[remote rejected] (cannot lock ref 'refs/tags/v1': reference already exists)"),
-			stderr: ghFailed, want: ClassRace,
+			stderr: ghFailed, want: failure.Race,
 		},
 		{
 			name:   "GitHub ref deleted meanwhile",
 			stdout: ghPorcelain("!\trefs/heads/f:refs/heads/f\t[remote rejected] (cannot lock ref 'refs/heads/f': unable to resolve reference 'refs/heads/f')"),
-			stderr: ghFailed, want: ClassRace,
+			stderr: ghFailed, want: failure.Race,
 		},
 		{
 			// w3c/webref#54, contile#196.
 			name:   "GitHub directory/file conflict",
 			stdout: ghPorcelain("!\trefs/heads/a/b:refs/heads/a/b\t[remote rejected] (cannot lock ref 'refs/heads/a/b': 'refs/heads/a' exists; cannot create 'refs/heads/a/b')"),
-			stderr: ghFailed, want: ClassRejected,
+			stderr: ghFailed, want: failure.Rejected,
 		},
 		{
 			// objectstack#2195, microsoft/vscode#182679, rickstaa/action-create-tag#9.
 			name:   "GitHub commit_refs failure",
 			stdout: ghPorcelain("!\trefs/tags/v1:refs/tags/v1\t[remote rejected] (failure)"),
-			stderr: "remote: fatal error in commit_refs" + pad + "\n" + ghFailed, want: ClassUnknown,
+			stderr: "remote: fatal error in commit_refs" + pad + "\n" + ghFailed, want: failure.Unknown,
 		},
 		{
 			name:   "a bare (failure) without commit_refs is not known",
 			stdout: ghPorcelain("!\trefs/tags/v1:refs/tags/v1\t[remote rejected] (failure)"),
-			stderr: ghFailed, want: ClassOther,
+			stderr: ghFailed, want: failure.Other,
 		},
 		{
 			// ship-studio#678.
 			name:   "GitHub 500 in the ref phase",
 			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (Internal Server Error)"),
-			stderr: "remote: Internal Server Error" + pad + "\n" + ghFailed, want: ClassUnknown,
+			stderr: "remote: Internal Server Error" + pad + "\n" + ghFailed, want: failure.Unknown,
 		},
 		{
 			// Seen from git 2.55's receive-pack behind git http-backend, 16 pushes to 16
@@ -78,7 +78,7 @@ func TestClassifyForges(t *testing.T) {
 			// before any ref was updated.
 			name:   "objects not migrated out of quarantine",
 			stdout: ghPorcelain("!\tHEAD:refs/heads/job-006\t[remote rejected] (unable to migrate objects to permanent storage)"),
-			stderr: ghFailed, want: ClassUnknown,
+			stderr: ghFailed, want: failure.Unknown,
 		},
 		{
 			// SageMathOER-CCC/sage-discrete-math#84.
@@ -86,7 +86,7 @@ func TestClassifyForges(t *testing.T) {
 			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (protected branch hook declined)"),
 			stderr: "remote: error: GH006: Protected branch update failed for refs/heads/main." + pad + "\n" +
 				"remote: error: Changes must be made through a pull request." + pad + "\n" + ghFailed,
-			want:       ClassDeclined,
+			want:       failure.Declined,
 			wantPolicy: []string{"GH006: Protected branch update failed for refs/heads/main.", "Changes must be made through a pull request."},
 		},
 		{
@@ -99,7 +99,7 @@ func TestClassifyForges(t *testing.T) {
 				"remote: \n" +
 				"remote: - Changes must be made through a pull request." + pad + "\n" +
 				"remote: \n" + ghFailed,
-			want: ClassDeclined,
+			want: failure.Declined,
 			wantPolicy: []string{"GH013: Repository rule violations found for refs/heads/main.",
 				"Review all repository rules at https://github.com/o/r/rules?ref=refs%2Fheads%2Fmain",
 				"- Changes must be made through a pull request."},
@@ -108,14 +108,14 @@ func TestClassifyForges(t *testing.T) {
 			// akuity/kargo#5286: Gitaly's compare-and-swap failed, no remote: line.
 			name:   "GitLab lost compare-and-swap",
 			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (incorrect old value provided)"),
-			stderr: ghFailed, want: ClassBehind,
-			wantMoved: &MovedError{Ref: "refs/heads/main"},
+			stderr: ghFailed, want: failure.Behind,
+			wantMoved: &failure.Moved{Ref: "refs/heads/main"},
 		},
 		{
 			name:       "GitLab protected branch",
 			stdout:     ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (pre-receive hook declined)"),
 			stderr:     "remote: GitLab: You are not allowed to push code to protected branches on this project." + pad + "\n" + ghFailed,
-			want:       ClassDeclined,
+			want:       failure.Declined,
 			wantPolicy: []string{"GitLab: You are not allowed to push code to protected branches on this project."},
 		},
 		{
@@ -123,13 +123,13 @@ func TestClassifyForges(t *testing.T) {
 			name:   "Gitea lost race",
 			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (incorrect old value provided)"),
 			stderr: "remote: error: cannot lock ref 'refs/heads/main': is at " + oidX + " but expected " + oidY + pad + "\n" + ghFailed,
-			want:   ClassBehind, wantMoved: &MovedError{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
+			want:   failure.Behind, wantMoved: &failure.Moved{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
 		},
 		{
 			name:   "Gitea lost race, atomic",
 			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (atomic transaction failed)"),
 			stderr: "remote: error: cannot lock ref 'refs/heads/main': is at " + oidX + " but expected " + oidY + pad + "\n" + ghFailed,
-			want:   ClassBehind, wantMoved: &MovedError{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
+			want:   failure.Behind, wantMoved: &failure.Moved{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
 		},
 		{
 			name:   "Gitea ref lock held",
@@ -137,7 +137,7 @@ func TestClassifyForges(t *testing.T) {
 			stderr: "remote: error: cannot lock ref 'refs/heads/lk': Unable to create '/data/repos/u/r.git/./refs/heads/lk.lock': File exists." + pad + "\n" +
 				"remote: \n" +
 				"remote: Another git process seems to be running in this repository, or the lock file may be stale" + pad + "\n" + ghFailed,
-			want: ClassLockContention,
+			want: failure.LockContention,
 		},
 		{
 			name:   "Gitea protected branch",
@@ -145,7 +145,7 @@ func TestClassifyForges(t *testing.T) {
 			stderr: "remote: \n" + "remote: error:" + pad + "\n" +
 				"remote: error: Not allowed to push to protected branch main" + pad + "\n" +
 				"remote: error:" + pad + "\n" + ghFailed,
-			want:       ClassDeclined,
+			want:       failure.Declined,
 			wantPolicy: []string{"Not allowed to push to protected branch main"},
 		},
 	}
@@ -157,18 +157,17 @@ func TestClassifyForges(t *testing.T) {
 				t.Fatalf("Classify = %v, want %s", e, tc.want)
 			}
 			if tc.wantMoved != nil {
-				var m *MovedError
-				if !errors.As(e, &m) || *m != *tc.wantMoved {
-					t.Errorf("MovedError = %+v, want %+v", m, tc.wantMoved)
+				if m := e.Moved; m == nil || *m != *tc.wantMoved {
+					t.Errorf("Moved = %+v, want %+v", e.Moved, tc.wantMoved)
 				}
 			}
 			if strings.Join(e.Policy, "|") != strings.Join(tc.wantPolicy, "|") {
 				t.Errorf("Policy = %q, want %q", e.Policy, tc.wantPolicy)
 			}
-			if len(tc.wantPolicy) > 0 && !strings.Contains(e.Advice(), tc.wantPolicy[len(tc.wantPolicy)-1]) {
-				t.Errorf("Advice %q does not state the rule", e.Advice())
+			if len(tc.wantPolicy) > 0 && !strings.Contains(e.Advice, tc.wantPolicy[len(tc.wantPolicy)-1]) {
+				t.Errorf("Advice %q does not state the rule", e.Advice)
 			}
-			if got, want := e.Class.Retryable(), tc.want == ClassRace || tc.want == ClassUnknown || tc.want == ClassLockContention; got != want {
+			if got, want := e.Class.Retryable(), tc.want == failure.Race || tc.want == failure.Unknown || tc.want == failure.LockContention; got != want {
 				t.Errorf("Retryable() = %v", got)
 			}
 		})

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"github.com/refretry/refretry/failure"
 	"strings"
 	"testing"
 )
@@ -42,11 +43,11 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("exit %d: no class", code)
 		}
 		switch e.Class {
-		case ClassLockContention:
+		case failure.LockContention:
 			if !strings.Contains(string(stderr), "remote:") {
 				t.Fatalf("lock contention without a remote: line: %q", stderr)
 			}
-		case ClassTransport:
+		case failure.Transport:
 			if len(ParsePorcelain(stdout).Refs) > 0 && !strings.Contains(string(stdout), summaryRemoteFailure) {
 				t.Fatalf("transport despite ref lines: %q", stdout)
 			}

@@ -3,6 +3,7 @@ package push_test
 import (
 	"errors"
 	"fmt"
+	"github.com/refretry/refretry/failure"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,7 +76,7 @@ func TestGitea(t *testing.T) {
 					landed++
 					continue
 				}
-				if rebase || !slices.Equal(r.classes(), []push.Class{push.ClassBehind}) {
+				if rebase || !slices.Equal(r.classes(), []failure.Class{failure.Behind}) {
 					t.Errorf("job %d: exit %d, attempts %v\n%s", i, r.code, r.classes(), r.stderr)
 				}
 			}
@@ -117,10 +118,10 @@ func TestGitea(t *testing.T) {
 		c := giteaClone(t, g, inst.URL("protected"))
 		c.commit("f", "x")
 		r := c.push(smallPolicy(5), func(p *push.Runner) { p.Rebase = true }, "origin", "HEAD:main")
-		if r.code != 1 || !slices.Equal(r.classes(), []push.Class{push.ClassDeclined}) {
+		if r.code != 1 || !slices.Equal(r.classes(), []failure.Class{failure.Declined}) {
 			t.Fatalf("exit %d, attempts %v, want declined after one\n%s", r.code, r.classes(), r.stderr)
 		}
-		var e *push.Error
+		var e *failure.Error
 		if !errors.As(r.err, &e) || !slices.Contains(e.Policy, "Not allowed to push to protected branch main") {
 			t.Errorf("policy %q, err %v", e.Policy, r.err)
 		}
@@ -149,7 +150,7 @@ func TestGitea(t *testing.T) {
 				}
 			}
 		}, "origin", "HEAD:refs/heads/lk")
-		if r.code != 0 || len(r.classes()) < 3 || r.classes()[0] != push.ClassLockContention {
+		if r.code != 0 || len(r.classes()) < 3 || r.classes()[0] != failure.LockContention {
 			t.Fatalf("exit %d, attempts %v, want lock contention, then success once released\n%s", r.code, r.classes(), r.stderr)
 		}
 		if got, _ := inst.Branch("locked", "lk"); got != head {

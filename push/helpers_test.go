@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/refretry/refretry/failure"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/refretry/refretry/internal/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/transaction"
 )
 
 // server is a bare repository that clients push to over file://.
@@ -146,12 +148,13 @@ type run struct {
 	stdout, stderr string
 	attempts       []retry.Attempt
 	notes          []string
+	report         push.Report
 }
 
-func (r run) classes() []push.Class {
-	var cs []push.Class
+func (r run) classes() []failure.Class {
+	var cs []failure.Class
 	for _, a := range r.attempts {
-		var e *push.Error
+		var e *failure.Error
 		switch {
 		case a.Err == nil:
 			cs = append(cs, "ok")
@@ -188,31 +191,31 @@ func (c *instantClock) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 // pusher returns a Runner for c with a small, fast policy; configure may adjust it.
-func (c *client) pusher(policy retry.Policy, configure func(*push.Runner)) (*push.Runner, *run, *bytes.Buffer, *bytes.Buffer) {
-	var out, errOut bytes.Buffer
+func (c *client) pusher(policy retry.Policy, configure func(*push.Runner)) (*push.Runner, *run) {
 	r := &run{}
 	var mu sync.Mutex
 	p := &push.Runner{
 		Git: c.git.Path, Dirs: []string{c.dir}, Env: c.env,
-		Stdout: &out, Stderr: &errOut,
-		Policy:    func() (retry.Policy, error) { return policy, nil },
+		Settings:  func() (transaction.Settings, error) { return transaction.Settings{Policy: policy}, nil },
 		OnAttempt: func(a retry.Attempt) { mu.Lock(); r.attempts = append(r.attempts, a); mu.Unlock() },
-		Notify:    func(m string) { mu.Lock(); r.notes = append(r.notes, m); mu.Unlock() },
+		Note:      func(_, m string) { mu.Lock(); r.notes = append(r.notes, m); mu.Unlock() },
 		Clock:     &instantClock{},
 	}
 	if configure != nil {
 		configure(p)
 	}
-	return p, r, &out, &errOut
+	return p, r
 }
 
 // push runs a Runner for c with args.
 func (c *client) push(policy retry.Policy, configure func(*push.Runner), args ...string) run {
 	c.t.Helper()
-	p, r, out, errOut := c.pusher(policy, configure)
+	p, r := c.pusher(policy, configure)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r.code, r.err = p.Run(ctx, args)
+	var out, errOut bytes.Buffer
+	res, err := p.Run(ctx, args, &out, &errOut)
+	r.code, r.err, r.report = res.ExitCode, err, res.Report
 	r.stdout, r.stderr = out.String(), errOut.String()
 	return *r
 }

@@ -2,6 +2,7 @@ package push_test
 
 import (
 	"errors"
+	"github.com/refretry/refretry/failure"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -66,7 +67,7 @@ func TestHTTPUnavailable(t *testing.T) {
 			// git itself may spend more than one request per attempt.
 			got := r.classes()
 			if r.code != 0 || len(got) < 2 || got[len(got)-1] != "ok" ||
-				slices.ContainsFunc(got[:len(got)-1], func(c push.Class) bool { return c != push.ClassTransport }) {
+				slices.ContainsFunc(got[:len(got)-1], func(c failure.Class) bool { return c != failure.Transport }) {
 				t.Fatalf("exit %d, attempts %v, want transport failures then success\n%s", r.code, got, r.stderr)
 			}
 			if left := 3 - srv.Requests(); left > 0 {
@@ -102,7 +103,7 @@ func TestHTTPStall(t *testing.T) {
 			classes := r.classes()
 			n := len(classes)
 			if r.code != 0 || n < 2 || classes[n-1] != "ok" ||
-				slices.ContainsFunc(classes[:n-1], func(c push.Class) bool { return c != push.ClassTransport }) {
+				slices.ContainsFunc(classes[:n-1], func(c failure.Class) bool { return c != failure.Transport }) {
 				t.Fatalf("exit %d, attempts %v, want transport failures then ok\n%s", r.code, classes, r.stderr)
 			}
 			if msg := r.attempts[0].Err.Error(); !strings.Contains(msg, "too slow") {
@@ -165,7 +166,7 @@ func TestHTTPDropAfterApply(t *testing.T) {
 				if tc.keepAlive {
 					return
 				}
-				if got, want := r.classes(), []push.Class{push.ClassTransport, "ok"}; !slices.Equal(got, want) {
+				if got, want := r.classes(), []failure.Class{failure.Transport, "ok"}; !slices.Equal(got, want) {
 					t.Errorf("attempts %v, want %v\n%s", got, want, r.stderr)
 				}
 				if postsAfterFirst != 0 {
@@ -219,7 +220,7 @@ func TestStallFloorOnlyWhenUnset(t *testing.T) {
 			}, "origin", "HEAD:main")
 			// Under load the stall may outlast more attempts; the push then ends with
 			// its success proved by verification, still exit 0.
-			if cs := r.classes(); r.code != 0 || len(cs) < 2 || cs[0] != push.ClassTransport {
+			if cs := r.classes(); r.code != 0 || len(cs) < 2 || cs[0] != failure.Transport {
 				t.Fatalf("exit %d attempts %v after %v\n%s", r.code, cs, time.Since(start), r.stderr)
 			}
 		})

@@ -11,12 +11,12 @@ import (
 // writeOutput hands the final attempt's output to the caller. With --porcelain it is
 // git's, byte for byte. Without it, git's stderr is passed on and the porcelain is
 // rendered as git's human table, which git would have printed to stderr.
-func (p *Runner) writeOutput(args Args, last gitexec.Captured) error {
+func (r *pushRun) writeOutput(args Args, last gitexec.Captured) error {
 	if args.Porcelain {
-		if err := write(p.Stdout, last.Stdout); err != nil {
+		if err := write(r.stdout, last.Stdout); err != nil {
 			return err
 		}
-		return write(p.Stderr, last.Stderr)
+		return write(r.stderr, last.Stderr)
 	}
 	// git prints the server's lines while pushing, the table after, then its errors
 	// and hints; with --porcelain they all went to stderr, so sort them back.
@@ -39,12 +39,12 @@ func (p *Runner) writeOutput(args Args, last gitexec.Captured) error {
 	for _, l := range rest {
 		b.WriteString(l + "\n")
 	}
-	return write(p.Stderr, []byte(b.String()))
+	return write(r.stderr, []byte(b.String()))
 }
 
 // writeVerified reports a push proved by verification as the retry git would have
 // run would report it: every ref up to date.
-func (p *Runner) writeVerified(args Args, url string, refs []RefStatus) Report {
+func (r *pushRun) writeVerified(args Args, url string, refs []RefStatus) Report {
 	rep := Report{URL: url, Done: true}
 	for _, s := range refs {
 		s.Flag, s.Summary, s.Reason = '=', "[up to date]", ""
@@ -59,11 +59,11 @@ func (p *Runner) writeVerified(args Args, url string, refs []RefStatus) Report {
 			b.WriteString(s.String() + "\n")
 		}
 		b.WriteString("Done\n")
-		_ = write(p.Stdout, []byte(b.String()))
+		_ = write(r.stdout, []byte(b.String()))
 		return rep
 	}
 	if !args.Quiet {
-		_ = write(p.Stderr, []byte(humanTable(rep, args.Verbose)))
+		_ = write(r.stderr, []byte(humanTable(rep, args.Verbose)))
 	}
 	return rep
 }

@@ -1,6 +1,7 @@
 package push_test
 
 import (
+	"github.com/refretry/refretry/failure"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -22,13 +23,13 @@ func TestRateLimit(t *testing.T) {
 		g          testutil.Git
 		failFirst  int
 		retryAfter string
-		want       []push.Class
+		want       []failure.Class
 		minWall    time.Duration
 		minDelay   time.Duration
 	}{
-		{"2.55, one 429 with Retry-After 2", cur, 1, "2", []push.Class{"ok"}, 2 * time.Second, 0},
-		{"2.55, three 429s with Retry-After 1", cur, 3, "1", []push.Class{push.ClassTransport, "ok"}, 3 * time.Second, time.Second},
-		{"2.39, one 429", old, 1, "2", []push.Class{push.ClassTransport, "ok"}, 0, 0},
+		{"2.55, one 429 with Retry-After 2", cur, 1, "2", []failure.Class{"ok"}, 2 * time.Second, 0},
+		{"2.55, three 429s with Retry-After 1", cur, 3, "1", []failure.Class{failure.Transport, "ok"}, 3 * time.Second, time.Second},
+		{"2.39, one 429", old, 1, "2", []failure.Class{failure.Transport, "ok"}, 0, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/gitmsg"
 	"github.com/refretry/refretry/internal/replay"
-	"github.com/refretry/refretry/internal/text"
 )
 
 // RebaseError says that the pushed commits could not be put on the remote's new tip.
@@ -46,20 +46,20 @@ type cure struct {
 	ref RefStatus // the ref that was behind
 }
 
-// cureTarget returns the cure for e when a rebase or a regeneration can help: exactly
-// one ref behind the remote, and every other rejected ref only collateral, lock
-// contention or a transport failure.
-func (p *Runner) cureTarget(e *Error) *cure {
+// cureTarget returns the cure for an attempt when a rebase or a regeneration can help:
+// exactly one ref behind the remote, and every other rejected ref only collateral,
+// lock contention, a transport failure or a race.
+func (r *pushRun) cureTarget(a *engine.Attempt, v verdict) *cure {
 	var target *RefStatus
-	for i, c := range e.classes {
+	for i, c := range v.classes {
 		switch c {
-		case ClassBehind:
+		case failure.Behind:
 			if target != nil {
-				p.notify("--rebase: more than one ref is behind the remote; not rebasing")
+				a.Note("rebase", "--rebase: more than one ref is behind the remote; not rebasing")
 				return nil
 			}
-			target = &e.Refs[i]
-		case "", ClassLockContention, ClassTransport, ClassRace, ClassUnknown:
+			target = &v.report.Refs[i]
+		case "", failure.LockContention, failure.Transport, failure.Race, failure.Unknown:
 		default:
 			return nil
 		}
@@ -74,21 +74,21 @@ func (p *Runner) cureTarget(e *Error) *cure {
 // commits on it: replayed (Rebase), or made again by the caller's command
 // (Regenerate; also when the replay conflicts). It may rewrite args (a commit given by
 // its name is pushed as the new one). done is true when there is nothing left to push.
-// A transport failure of the fetch is a retryable *Error; a failed rebase is a
-// *RebaseError, a failed command a *RegenerateError.
-func (p *Runner) applyCure(ctx context.Context, env []string, args *Args, url string, c cure) (done bool, err error) {
-	onto, err := p.fetchTip(ctx, env, *args, url, c.ref.To)
+// A transport failure of the fetch is a retryable *failure.Error; a failed rebase or
+// regeneration is a *failure.Error of class Rebase or Regenerate.
+func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, url string, c cure) (done bool, err error) {
+	onto, err := r.fetchTip(ctx, r.env, *args, url, c.ref.To)
 	if err != nil {
 		return false, err
 	}
-	src := p.repo().RevParse(ctx, c.ref.From+"^{commit}")
+	src := r.repo().RevParse(ctx, c.ref.From+"^{commit}")
 	if src == "" {
-		return false, &RebaseError{From: c.ref.From, Onto: onto, Output: "cannot read " + c.ref.From}
+		return false, rebaseFailure(&RebaseError{From: c.ref.From, Onto: onto, Output: "cannot read " + c.ref.From})
 	}
-	if p.Rebase {
-		tip, err := p.repo().Line(ctx, src, onto)
+	if r.Rebase {
+		tip, err := r.repo().Line(ctx, src, onto)
 		if err == nil {
-			return false, p.adopt(ctx, args, c.ref, src, tip, onto)
+			return false, r.adopt(ctx, a, args, c.ref, src, tip, onto)
 		}
 		re := &RebaseError{From: c.ref.From, Onto: onto, Orig: src}
 		var conflict *replay.ConflictError
@@ -97,34 +97,41 @@ func (p *Runner) applyCure(ctx context.Context, env []string, args *Args, url st
 		} else {
 			re.Output = err.Error()
 		}
-		if p.Regenerate == "" {
-			return false, re
+		if r.Regenerate == "" {
+			return false, rebaseFailure(re)
 		}
-		p.notify(re.Error() + "; running the --regenerate command instead")
+		a.Note("rebase", re.Error()+"; running the --regenerate command instead")
 	}
-	return p.regenerate(ctx, args, c.ref, src, onto)
+	return r.regenerate(ctx, a, args, c.ref, src, onto)
+}
+
+// rebaseFailure is a failed rebase as the run's failure: exit 1, as git's for the
+// rejected push, with the rebase's own words as refretry's last line.
+func rebaseFailure(re *RebaseError) *failure.Error {
+	return &failure.Error{Command: "push", Class: failure.Rebase, ExitCode: 1, Message: re.Error(), Advice: re.Error(), Cause: re}
 }
 
 // fetchTip fetches the remote's value of ref and returns it.
-func (p *Runner) fetchTip(ctx context.Context, env []string, args Args, url, ref string) (string, error) {
+func (r *pushRun) fetchTip(ctx context.Context, env []string, args Args, url, ref string) (string, error) {
 	remote := args.Remote
 	if remote == "" {
 		remote = url
 	}
-	cmd := p.command(ctx, env, "fetch", "-q", "--no-tags", remote, ref)
+	cmd := r.command(ctx, env, "fetch", "-q", "--no-tags", remote, ref)
 	var fetchErr gitexec.Capped
 	cmd.Stderr = &fetchErr
 	if err := cmd.Run(); err != nil {
 		code, _ := gitexec.ExitCode(cmd.ProcessState)
-		e := &Error{ExitCode: code, Class: ClassOther, Message: "fetch of the remote tip: " + gitmsg.LastMessage(fetchErr.Bytes())}
-		if te, auth := transportFailure(fetchErr.Bytes()); te != nil && !auth {
-			e.Class, e.Cause = ClassTransport, te
+		e := &failure.Error{Command: "push", ExitCode: code, Class: failure.Other,
+			Message: "fetch of the remote tip: " + gitmsg.LastMessage(fetchErr.Bytes())}
+		if te := transportFailure(fetchErr.Bytes(), e); te != nil {
+			e.Class, e.Cause = failure.Transport, te
 		}
 		return "", e
 	}
-	onto := p.repo().RevParse(ctx, "FETCH_HEAD^{commit}")
+	onto := r.repo().RevParse(ctx, "FETCH_HEAD^{commit}")
 	if onto == "" {
-		return "", &Error{ExitCode: 128, Class: ClassOther, Message: "fetch of the remote tip: FETCH_HEAD is not a commit"}
+		return "", &failure.Error{Command: "push", ExitCode: 128, Class: failure.Other, Message: "fetch of the remote tip: FETCH_HEAD is not a commit"}
 	}
 	return onto, nil
 }
@@ -135,34 +142,34 @@ func (p *Runner) fetchTip(ctx context.Context, env []string, args Args, url, ref
 // refuses); another local branch is moved to tip; anything else (a commit's name,
 // HEAD whose work tree could not follow) stays as it was, and the refspec that named
 // it is rewritten to push tip.
-func (p *Runner) adopt(ctx context.Context, args *Args, s RefStatus, src, tip, onto string) error {
+func (r *pushRun) adopt(ctx context.Context, a *engine.Attempt, args *Args, s RefStatus, src, tip, onto string) error {
 	how := "rebased"
 	if tip == onto {
 		how = "found every commit already on"
 	}
-	branch, _ := p.output(ctx, p.Env, "symbolic-ref", "-q", "HEAD")
-	full := p.fullRef(ctx, s.From)
+	branch, _ := r.output(ctx, r.Env, "symbolic-ref", "-q", "HEAD")
+	full := r.fullRef(ctx, s.From)
 	switch {
 	case s.From == "HEAD" || (branch != "" && full == branch):
-		if p.repo().RevParse(ctx, "HEAD") == src && p.resetKeep(ctx, tip) {
+		if r.repo().RevParse(ctx, "HEAD") == src && r.resetKeep(ctx, tip) {
 			name := "HEAD"
 			if branch != "" {
 				name = branch
 			}
-			p.notify(fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(name), replay.Short(onto)))
+			a.Note("rebase", fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(name), replay.Short(onto)))
 			return nil
 		}
 	case strings.HasPrefix(full, "refs/heads/"):
-		if p.command(ctx, p.Env, "update-ref", "-m", "refretry push --rebase", full, tip, src).Run() == nil {
-			p.notify(fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(full), replay.Short(onto)))
+		if r.command(ctx, r.Env, "update-ref", "-m", "refretry push --rebase", full, tip, src).Run() == nil {
+			a.Note("rebase", fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(full), replay.Short(onto)))
 			return nil
 		}
 	}
 	if !args.replaceSource(s, tip) {
-		return &RebaseError{From: s.From, Onto: onto, Orig: src,
-			Output: "no refspec among the arguments names " + s.From + ", so the rebased commit cannot be pushed in its place"}
+		return rebaseFailure(&RebaseError{From: s.From, Onto: onto, Orig: src,
+			Output: "no refspec among the arguments names " + s.From + ", so the rebased commit cannot be pushed in its place"})
 	}
-	p.notify(fmt.Sprintf("%s %s onto the remote tip %s as %s; pushing that commit, %s stays at %s",
+	a.Note("rebase", fmt.Sprintf("%s %s onto the remote tip %s as %s; pushing that commit, %s stays at %s",
 		how, shortRef(s.From), replay.Short(onto), replay.Short(tip), shortRef(s.From), replay.Short(src)))
 	return nil
 }
@@ -247,24 +254,3 @@ func (p *Runner) output(ctx context.Context, env []string, args ...string) (stri
 	out, err := p.command(ctx, env, args...).Output()
 	return strings.TrimSpace(string(out)), err
 }
-
-// Exit is what `refretry push --rebase` exits with when the rebase failed.
-func (e *RebaseError) Exit() int { return 1 }
-
-// Kind is "rebase".
-func (e *RebaseError) Kind() string { return "rebase" }
-
-// Line is the first line of the error.
-func (e *RebaseError) Line() string { return text.FirstLine(e.Error()) }
-
-// Reason is the first line of the error.
-func (e *RebaseError) Reason() string { return e.Line() }
-
-// Held is no lock.
-func (e *RebaseError) Held() (string, time.Duration, int) { return "", 0, 0 }
-
-// HolderUnseen is false: there is no lock.
-func (e *RebaseError) HolderUnseen() bool { return false }
-
-// Advice is the whole error: git's output does not say what refretry did.
-func (e *RebaseError) Advice() string { return e.Error() }

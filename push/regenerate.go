@@ -9,9 +9,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/replay"
-	"github.com/refretry/refretry/internal/text"
 )
 
 // OriginalRef is where --regenerate keeps the commit a job made before its first
@@ -53,9 +54,9 @@ func (e *RegenerateError) Error() string {
 // and commits what the command changed (tracked files, and files it created that are
 // not ignored) with src's author and message. done is true, with a note, when the
 // command changed nothing: the remote already holds the job's result.
-func (p *Runner) regenerate(ctx context.Context, args *Args, s RefStatus, src, onto string) (done bool, err error) {
+func (p *Runner) regenerate(ctx context.Context, a *engine.Attempt, args *Args, s RefStatus, src, onto string) (done bool, err error) {
 	fail := func(reason string, out []byte) error {
-		return &RegenerateError{Command: p.Regenerate, Onto: onto, Orig: src, Kept: p.kept(s), Status: -1, Step: reason, Output: string(out)}
+		return regenerateFailure(&RegenerateError{Command: p.Regenerate, Onto: onto, Orig: src, Kept: p.kept(s), Status: -1, Step: reason, Output: string(out)})
 	}
 	// The command rewrites the work tree, so what is pushed must be what is checked
 	// out: HEAD, the checked-out branch, or that commit by its name.
@@ -93,7 +94,7 @@ func (p *Runner) regenerate(ctx context.Context, args *Args, s RefStatus, src, o
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		}
-		return false, &RegenerateError{Command: p.Regenerate, Onto: onto, Orig: src, Kept: kept, Status: code, Output: out.String()}
+		return false, regenerateFailure(&RegenerateError{Command: p.Regenerate, Onto: onto, Orig: src, Kept: kept, Status: code, Output: out.String()})
 	}
 	var created []string
 	for _, f := range p.untracked(ctx) {
@@ -117,7 +118,7 @@ func (p *Runner) regenerate(ctx context.Context, args *Args, s RefStatus, src, o
 		return false, fail("--regenerate: writing the tree failed", nil)
 	}
 	if tree == p.repo().RevParse(ctx, onto+"^{tree}") {
-		p.notify(fmt.Sprintf("--regenerate: the command changed nothing on the remote tip %s: the remote already holds this job's result; nothing to push (the job's commit %s is kept at %s)",
+		a.Note("regenerate", fmt.Sprintf("--regenerate: the command changed nothing on the remote tip %s: the remote already holds this job's result; nothing to push (the job's commit %s is kept at %s)",
 			replay.Short(onto), replay.Short(src), kept))
 		return true, nil
 	}
@@ -135,7 +136,7 @@ func (p *Runner) regenerate(ctx context.Context, args *Args, s RefStatus, src, o
 	if byName && !args.replaceSource(s, commit) {
 		return false, fail("--regenerate: no refspec among the arguments names "+s.From+", so the new commit cannot be pushed in its place", nil)
 	}
-	p.notify(fmt.Sprintf("regenerated %s on the remote tip %s as %s (the job's commit %s is kept at %s)",
+	a.Note("regenerate", fmt.Sprintf("regenerated %s on the remote tip %s as %s (the job's commit %s is kept at %s)",
 		shortRef(s.From), replay.Short(onto), replay.Short(commit), replay.Short(src), kept))
 	return false, nil
 }
@@ -159,24 +160,8 @@ func (p *Runner) untracked(ctx context.Context) []string {
 	return files
 }
 
-// Exit is what `refretry push --regenerate` exits with when the command failed: 1,
-// as for a rejected push.
-func (e *RegenerateError) Exit() int { return 1 }
-
-// Kind is "regenerate".
-func (e *RegenerateError) Kind() string { return "regenerate" }
-
-// Line is the first line of the error.
-func (e *RegenerateError) Line() string { return text.FirstLine(e.Error()) }
-
-// Reason is the first line of the error.
-func (e *RegenerateError) Reason() string { return e.Line() }
-
-// Held is no lock.
-func (e *RegenerateError) Held() (string, time.Duration, int) { return "", 0, 0 }
-
-// HolderUnseen is false: there is no lock.
-func (e *RegenerateError) HolderUnseen() bool { return false }
-
-// Advice is the whole error, the command's output included.
-func (e *RegenerateError) Advice() string { return e.Error() }
+// regenerateFailure is a failed regeneration as the run's failure: exit 1, with the
+// command's words as refretry's last line.
+func regenerateFailure(re *RegenerateError) *failure.Error {
+	return &failure.Error{Command: "push", Class: failure.Regenerate, ExitCode: 1, Message: re.Error(), Advice: re.Error(), Cause: re}
+}

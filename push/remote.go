@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitmsg"
 )
 
@@ -30,11 +31,11 @@ type evidence struct {
 	// locks are the lock failures: reftable's "cannot lock references", and
 	// lockfile.c's "Unable to create '….lock': File exists." followed by one of its
 	// advice texts. A lock message without known advice is not evidence.
-	locks []*LockedError
+	locks []*failure.Lock
 	// moved are refs whose compare-and-swap failed on the server ("cannot lock ref
 	// '<ref>': is at X but expected Y"): another push moved them after the
 	// advertisement this push was based on.
-	moved map[string]*MovedError
+	moved map[string]*failure.Moved
 	// commitRefs is GitHub's "fatal error in commit_refs": its backend failed to
 	// commit, and whether any ref changed is not known.
 	commitRefs bool
@@ -77,22 +78,22 @@ func remoteEvidence(stderr []byte) evidence {
 			continue
 		}
 		if msg == "cannot lock references" {
-			ev.locks = append(ev.locks, &LockedError{Remote: true})
+			ev.locks = append(ev.locks, &failure.Lock{Remote: true})
 			continue
 		}
 		msg, ref := gitmsg.StripCannotLockRef(msg)
 		if m := gitmsg.CAS().FindStringSubmatch(msg); m != nil && ref != "" {
 			if ev.moved == nil {
-				ev.moved = map[string]*MovedError{}
+				ev.moved = map[string]*failure.Moved{}
 			}
-			ev.moved[ref] = &MovedError{Ref: ref, Actual: m[1], Expected: m[2]}
+			ev.moved[ref] = &failure.Moved{Ref: ref, Actual: m[1], Expected: m[2]}
 			continue
 		}
 		m := gitmsg.Exists().FindStringSubmatch(msg)
 		if m == nil {
 			continue
 		}
-		l := &LockedError{Ref: ref, Lock: m[1], Remote: true}
+		l := &failure.Lock{Ref: ref, Path: m[1], Remote: true}
 		// More remote: lines may follow the advice (other refs, the hook's output).
 		switch kind, pid, _ := gitmsg.ReadAdvice(lines[i+1:]); kind {
 		case gitmsg.AdviceLive:

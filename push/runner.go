@@ -5,22 +5,22 @@ import (
 	"errors"
 	"io"
 	"os/exec"
-	"sync"
-	"time"
 
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/transaction"
 )
 
-// Runner runs one `git push` invocation, retrying what can succeed on another attempt.
+// Runner runs `git push` invocations, retrying what can succeed on another attempt.
+// Its fields are its configuration, which Run only reads: one Runner may run any
+// number of pushes, one after another or at once.
 type Runner struct {
 	Git  string   // git executable: a path, or a name looked up in PATH ("" means "git")
 	Dirs []string // -C directories, in order
 	Env  []string // the caller's whole environment
-
-	Stdout io.Writer
-	Stderr io.Writer
 
 	// NoAtomic leaves out --atomic, so that refs the server accepts are updated even
 	// when others fail. The caller's own --atomic or --no-atomic always wins.
@@ -40,156 +40,64 @@ type Runner struct {
 	// means DefaultStallFloor.
 	StallFloor StallFloor
 
-	// Policy supplies the retry schedule and budget. It is called at most once: after
+	// Settings supplies the retry schedule and budget (the stale-lock settings do not
+	// apply: a remote lock is the server's). It is called at most once a run: after
 	// the first failure that may be retried, or before the first attempt when git waits
 	// on a server's Retry-After itself (an HTTP remote, git 2.54+), since the budget
 	// bounds that wait. nil means retry.DefaultPolicy.
-	Policy func() (retry.Policy, error)
-	// OnAttempt, if set, is called after every attempt. Attempt.Err is a *Error or a
-	// *RebaseError.
+	Settings func() (transaction.Settings, error)
+	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
+	// *failure.Error.
 	OnAttempt func(retry.Attempt)
-	// Notify, if set, receives one-line notes on what the Runner did besides pushing:
-	// a rebase, or a success proved by comparing the remote with what was pushed.
-	Notify func(msg string)
+	// Note, if set, is told what the Runner did besides pushing (a rebase, a
+	// regeneration, a success proved by comparing the remote with what was pushed),
+	// as a kind and a line.
+	Note func(kind, msg string)
 	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
 	Clock retry.Clock
 	Rand  func() float64
+}
 
-	// Report is set by Run: the final attempt's porcelain (for a success proved by
-	// verification, the verified refs, up to date).
-	Report Report
+// Result is what a Run did.
+type Result struct {
+	// ExitCode is the exit code to exit with: git's final one, 0 for a success proved
+	// by verification, 1 when a rebase or regeneration failed.
+	ExitCode int
+	// Report is the final attempt's porcelain (for a success proved by verification,
+	// the verified refs, up to date).
+	Report   Report
+	Attempts int
 }
 
 // Run pushes with the caller's arguments (verbatim) until the push succeeds, fails
 // for a reason that another attempt cannot fix, or the budget is spent. git's output
-// from the final attempt reaches the Runner's writers: the porcelain on Stdout when the
-// caller asked for it, else rendered as git's human table on Stderr. It returns the
-// exit code to exit with and an error describing the failure: a *Error, a
-// *RebaseError, a *retry.ExhaustedError or *retry.ResolveError wrapping a *Error, or
-// a *StartError (matching ErrGitNotFound).
-func (p *Runner) Run(ctx context.Context, rawArgs []string) (int, error) {
-	args := ParseArgs(rawArgs)
-	http := httpconf.Look(ctx, p.git(), p.Dirs, p.Env, args.Remote, p.StallFloor)
-	env := http.Env(p.Env)
-	policy := sync.OnceValues(func() (retry.Policy, error) {
-		if p.Policy == nil {
-			return retry.DefaultPolicy(), nil
-		}
-		return p.Policy()
-	})
-	clock := p.Clock
-	if clock == nil {
-		clock = retry.SystemClock{}
-	}
-	start := clock.Now()
-	// left is what the budget leaves for git's own waits on a 429's Retry-After,
-	// which need the policy before the first attempt; 0 when git makes none.
-	left := func() time.Duration {
-		if !http.RateLimited() {
-			return 0
-		}
-		pol, err := policy()
-		if err != nil || pol.Timeout <= 0 {
-			return 0
-		}
-		return max(pol.Timeout-clock.Now().Sub(start), time.Second)
-	}
-	var (
-		last     gitexec.Captured
-		unknown  bool        // an attempt's outcome is unsure (Class.unsure): it may have been applied
-		named    []RefStatus // the refs the latest attempt named, for verification
-		url      string      // the remote's URL, from the porcelain
-		cureNext *cure       // what to do before the next attempt (rebase, regenerate)
-		verified bool
-		nothing  bool // --regenerate found the job's result on the remote already
-	)
-	cures := p.Rebase || p.Regenerate != ""
-	retrier := &retry.Retrier{
-		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
-			var e *Error
-			if errors.As(err, &e) && (e.Class.Retryable() || (e.Class == ClassBehind && cureNext != nil)) {
-				return retry.Transient
+// from the final attempt reaches stdout and stderr: the porcelain on stdout when the
+// caller asked for it, else rendered as git's human table on stderr. The error is a
+// *failure.Error (a rebase or regeneration failure is one too, its Cause a
+// *RebaseError or *RegenerateError), a *retry.ExhaustedError or *retry.ResolveError
+// wrapping one, or an error matching ErrGitNotFound.
+func (p *Runner) Run(ctx context.Context, rawArgs []string, stdout, stderr io.Writer) (Result, error) {
+	r := &pushRun{Runner: p, args: ParseArgs(rawArgs), stdout: stdout, stderr: stderr}
+	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.StallFloor)
+	r.env = r.http.Env(p.Env)
+	eng := &engine.Engine{
+		Settings: func() (engine.Settings, error) {
+			if p.Settings == nil {
+				return engine.Settings{Policy: retry.DefaultPolicy()}, nil
 			}
-			return retry.Permanent
-		}),
-		Clock: p.Clock, Rand: p.Rand, OnAttempt: p.OnAttempt,
-		Resolve: policy,
-	}
-	_, err := retrier.Do(ctx, func(ctx context.Context, n int) error {
-		if unknown && len(named) > 0 && p.verify(ctx, env, args, url, named) {
-			verified = true
-			return nil
-		}
-		if cureNext != nil {
-			done, err := p.applyCure(ctx, env, &args, url, *cureNext)
-			if err != nil {
-				return err
+			s, err := p.Settings()
+			return engine.Settings(s), err
+		},
+		OnAttempt: func(a retry.Attempt) {
+			r.attempts = a.Number
+			if p.OnAttempt != nil {
+				p.OnAttempt(a)
 			}
-			cureNext = nil
-			if done {
-				nothing = true
-				return nil
-			}
-		}
-		var runErr error
-		last, runErr = p.attempt(ctx, http.Attempt(env, left()), args)
-		if runErr != nil {
-			return runErr
-		}
-		e := Classify(last.Code, last.Stdout, last.Stderr)
-		if e == nil {
-			return nil
-		}
-		if e.URL != "" {
-			url = e.URL
-		}
-		if len(e.Refs) > 0 {
-			named = e.Refs
-		}
-		switch {
-		case e.Class.unsure():
-			unknown = true
-			if len(named) == 0 {
-				named = p.planFromArgs(ctx, args)
-			}
-		case (unknown || movedOnServer(e)) && !e.Class.Retryable() && len(e.Refs) > 0 && p.verify(ctx, env, args, url, e.Refs):
-			// An earlier attempt was applied and its answer lost, or the transport
-			// sent this one twice and the first copy was applied.
-			verified = true
-			return nil
-		case e.Class == ClassBehind && cures:
-			cureNext = p.cureTarget(e)
-		}
-		return e
-	})
-	var ex *retry.ExhaustedError
-	if errors.As(err, &ex) && unknown && len(named) > 0 && p.verify(ctx, env, args, url, named) {
-		verified, err = true, nil
+		},
+		Note: p.Note, Clock: p.Clock, Rand: p.Rand,
 	}
-	if errors.Is(err, ErrGitNotFound) {
-		return 128, err
-	}
-	p.Report = ParsePorcelain(last.Stdout)
-	if nothing {
-		p.Report = Report{}
-		return 0, nil
-	}
-	if verified {
-		p.notify("the remote already holds every pushed value (an earlier attempt was applied, its answer lost)")
-		p.Report = p.writeVerified(args, url, named)
-		return 0, nil
-	}
-	if werr := p.writeOutput(args, last); werr != nil && err == nil {
-		err = werr
-	}
-	if err == nil {
-		return 0, nil
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.ExitCode, err
-	}
-	return 1, err // a rebase or regeneration failure: the push stays rejected, as git's exit code 1
+	code, err := eng.Run(ctx, r)
+	return Result{ExitCode: code, Report: r.report, Attempts: r.attempts}, err
 }
 
 func (p *Runner) git() string {
@@ -203,25 +111,121 @@ func (p *Runner) command(ctx context.Context, env []string, args ...string) *exe
 	return gitexec.Command(ctx, p.git(), p.Dirs, env, args...)
 }
 
-// attempt runs git push once with its output captured.
-func (p *Runner) attempt(ctx context.Context, env []string, args Args) (gitexec.Captured, error) {
+// pushRun is one Run: the engine's command.
+type pushRun struct {
+	*Runner
+	args           Args
+	stdout, stderr io.Writer
+	http           httpconf.Settings
+	env            []string
+	attempts       int
+
+	last     gitexec.Captured
+	verdict  verdict     // the last attempt's
+	report   Report      // what the run reports
+	unsure   bool        // an attempt's outcome is unsure: it may have been applied
+	named    []RefStatus // the refs the latest attempt named, for verification
+	url      string      // the remote's URL, from the porcelain
+	verified bool        // the remote was found to hold every pushed value
+	nothing  bool        // --regenerate found the job's result on the remote already
+}
+
+// Attempt runs git push once with its output captured, and classifies it.
+func (r *pushRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 	full := []string{"push", "--porcelain"}
-	if args.Atomic == nil && !p.NoAtomic {
+	if r.args.Atomic == nil && !r.NoAtomic {
 		full = append(full, "--atomic")
 	}
-	return gitexec.Capture(p.command(ctx, env, append(full, args.Raw...)...))
-}
-
-func (p *Runner) notify(msg string) {
-	if p.Notify != nil {
-		p.Notify(msg)
+	env := r.env
+	if r.http.RateLimited() {
+		env = r.http.Attempt(env, a.Left())
 	}
+	var err error
+	if r.last, err = gitexec.Capture(r.command(ctx, env, append(full, r.args.Raw...)...)); err != nil {
+		return err
+	}
+	r.verdict = classify(r.last.Code, r.last.Stdout, r.last.Stderr)
+	if e := r.verdict.err; e != nil {
+		if r.verdict.report.URL != "" {
+			r.url = r.verdict.report.URL
+		}
+		if len(r.verdict.report.Refs) > 0 {
+			r.named = r.verdict.report.Refs
+		}
+		return e
+	}
+	return nil
 }
 
-// movedOnServer reports whether the server's compare-and-swap failed: another push
-// moved a ref after the advertisement, and that push may have been this one's own
-// request, sent again by the HTTP library after a connection closed unanswered.
-func movedOnServer(e *Error) bool {
-	var m *MovedError
-	return errors.As(e, &m)
+// Cure acts on a failed attempt before the next one: an attempt whose outcome is
+// unsure is checked against the remote (it may have been applied, its answer lost),
+// as is a compare-and-swap failure on the server (the HTTP library may have sent this
+// very push twice); a push behind the remote is rebased or regenerated when asked.
+func (r *pushRun) Cure(ctx context.Context, a *engine.Attempt, f *failure.Error) (engine.Next, error) {
+	switch {
+	case f.Class == failure.Transport || f.Class == failure.Race || f.Class == failure.Unknown:
+		r.unsure = true
+		if len(r.verdict.report.Refs) == 0 && len(r.named) == 0 {
+			r.named = r.planFromArgs(ctx, r.args)
+		}
+		if len(r.named) > 0 && r.verify(ctx, r.env, r.args, r.url, r.named) {
+			return r.proved(a), nil
+		}
+		return engine.Stop, nil
+	case (r.unsure || f.Moved != nil) && !f.Class.Retryable() && len(r.verdict.report.Refs) > 0 &&
+		r.verify(ctx, r.env, r.args, r.url, r.verdict.report.Refs):
+		// An earlier attempt was applied and its answer lost, or the transport sent
+		// this one twice and the first copy was applied.
+		r.named = r.verdict.report.Refs
+		return r.proved(a), nil
+	case f.Class == failure.Behind && (r.Rebase || r.Regenerate != ""):
+		c := r.cureTarget(a, r.verdict)
+		if c == nil {
+			return engine.Stop, nil
+		}
+		done, err := r.applyCure(ctx, a, &r.args, r.url, *c)
+		switch {
+		case err != nil:
+			return engine.Stop, err
+		case done:
+			r.nothing = true
+			return engine.Done, nil
+		}
+		return engine.Retry, nil
+	}
+	return engine.Stop, nil
+}
+
+// proved ends the run as a success the remote proves.
+func (r *pushRun) proved(a *engine.Attempt) engine.Next {
+	r.verified = true
+	a.Note("verified", "the remote already holds every pushed value (an earlier attempt was applied, its answer lost)")
+	return engine.Done
+}
+
+// Final writes the final attempt's output, or what a proved or empty success reports.
+func (r *pushRun) Final(err error) (int, error) {
+	if errors.Is(err, ErrGitNotFound) {
+		return 128, err
+	}
+	r.report = r.verdict.report
+	switch {
+	case r.nothing:
+		r.report = Report{}
+		return 0, nil
+	case r.verified:
+		r.report = r.writeVerified(r.args, r.url, r.named)
+		return 0, nil
+	}
+	if werr := r.writeOutput(r.args, r.last); werr != nil && err == nil {
+		err = werr
+	}
+	if err == nil {
+		return 0, nil
+	}
+	var e *failure.Error
+	if errors.As(err, &e) {
+		return e.ExitCode, err
+	}
+	return 1, err
 }

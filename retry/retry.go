@@ -46,6 +46,14 @@ type Waiter interface {
 	RetryAfter() time.Duration
 }
 
+// Immediate is implemented by an error after which the next attempt needs no pause:
+// what failed was put right before the loop resumes (a branch rebased onto the
+// remote's new tip), so a pause would only add time. The attempt cap and the deadline
+// still apply. A Waiter's wait comes first.
+type Immediate interface {
+	RetryNow() bool
+}
+
 // ExhaustedError is returned when the last failure was transient but no further attempt
 // was allowed. It wraps the last failure.
 type ExhaustedError struct {
@@ -136,8 +144,12 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt i
 		}
 		delay := min(Jitter(sched.NextBackOff(), policy.Jitter, random()), policy.MaxDelay)
 		var w Waiter
-		if errors.As(err, &w) && w.RetryAfter() > delay {
+		var im Immediate
+		switch {
+		case errors.As(err, &w) && w.RetryAfter() > delay:
 			delay = w.RetryAfter() // what the server asked for, past MaxDelay if need be
+		case errors.As(err, &im) && im.RetryNow():
+			delay = 0
 		}
 		reason := stop(ctx, policy, n, end, start, delay)
 		if reason != "" {

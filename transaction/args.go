@@ -108,3 +108,28 @@ func matchLong(name string) (longOpt, bool) {
 	}
 	return found[0], true
 }
+
+// Ref is the ref a one-ref or -d command line names: its first operand; "" when there
+// is none.
+func (a Args) Ref() string {
+	raw := a.Raw
+	for i := 0; i < len(raw); i++ {
+		a := raw[i]
+		switch {
+		case a == "--" || a == "--end-of-options":
+			if i+1 < len(raw) {
+				return raw[i+1]
+			}
+			return ""
+		case a == "-m":
+			i++ // its value
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if j := strings.IndexByte(a, 'm'); j > 0 && !strings.HasPrefix(a, "--") && j == len(a)-1 {
+				i++ // a bundle ending in -m: the value is the next argument
+			}
+		default:
+			return a
+		}
+	}
+	return ""
+}

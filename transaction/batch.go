@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/gitmsg"
 	"github.com/refretry/refretry/internal/lockfile"
@@ -33,83 +34,98 @@ import (
 //
 // Input with transaction verbs (start, prepare, commit, abort) goes through the
 // --stdin session instead, whose retries replay whole transactions.
-func (r *run) batchUpdates(ctx context.Context, args Args) (int, error) {
+func (r *run) batchUpdates(ctx context.Context, args Args) (Result, error) {
 	input := NewSpool(r.SpoolMemory, r.SpoolDir)
 	defer input.Close()
-	if r.Stdin != nil {
-		if _, err := io.Copy(input, r.Stdin); err != nil {
-			return 128, fmt.Errorf("reading standard input: %w", err)
+	if r.stdin != nil {
+		if _, err := io.Copy(input, r.stdin); err != nil {
+			return Result{ExitCode: 128, Updates: -1}, fmt.Errorf("reading standard input: %w", err)
 		}
 	}
-	units, interactive := splitUnits(input.ReaderFrom(0), args.NUL)
+	var t tally
+	units, interactive := splitUnits(input.ReaderFrom(0), args.NUL, &t)
 	if interactive {
-		cp := *r.Runner
-		cp.Stdin = input.ReaderFrom(0)
-		return (&run{Runner: &cp, start: r.start}).session(ctx, args)
+		r.stdin = input.ReaderFrom(0)
+		return r.session(ctx, args)
 	}
+	b := &batch{r: r, args: args, input: input, units: units, pending: units, slots: map[string]int{}}
+	code, err := r.engine().Run(ctx, b)
+	return t.result(Result{ExitCode: code}), err
+}
 
-	var final []rejection     // rejections that stay, from every attempt
-	var contended []rejection // the last attempt's rejections for a held lock
-	var last attemptOutput    // the last attempt's output
-	attempts := 0             // attempts whose git ran
-	slots := map[string]int{} // ref → its rejection's place in git's first report
-	pending := units          // what the next attempt submits
-	_, err := r.retrier(ctx).Do(ctx, func(ctx context.Context, n int) error {
-		var err error
-		if last, err = r.batchAttempt(ctx, args, n, pending, len(pending) == len(units), input); err != nil {
-			return err
+// batch is a --batch-updates run as the engine runs it.
+type batch struct {
+	r        *run
+	args     Args
+	input    *Spool
+	units    []unit
+	final    []rejection    // rejections that stay, from every attempt
+	contend  []rejection    // the last attempt's rejections for a held lock
+	last     attemptOutput  // the last attempt's output
+	attempts int            // attempts whose git ran
+	slots    map[string]int // ref → its rejection's place in git's first report
+	pending  []unit         // what the next attempt submits
+}
+
+func (b *batch) Attempt(ctx context.Context, a *engine.Attempt) error {
+	r := b.r
+	var err error
+	if b.last, err = r.batchAttempt(ctx, b.args, a, b.pending, len(b.pending) == len(b.units), b.input); err != nil {
+		return err
+	}
+	if b.last.started {
+		b.attempts++
+	}
+	b.contend = nil
+	if b.last.code != 0 {
+		// The whole batch failed: retried as a whole if it was contention.
+		_, err := r.classified(ctx, b.last.code, b.last.stderr)
+		return err
+	}
+	var again []unit
+	var rjs []rejection
+	rjs, b.last.rest = parseRejections(b.last.stdout, b.last.stderr)
+	for _, rj := range rjs {
+		// git reports rejections in an order of its own (a symbolic ref's after
+		// the others, reftable's name conflicts last): a resubmitted update's
+		// outcome takes the place its first rejection had.
+		if o, ok := b.slots[rj.ref]; ok {
+			rj.order = o
+		} else {
+			rj.order = len(b.slots)
+			b.slots[rj.ref] = rj.order
 		}
-		if last.started {
-			attempts++
+		u := findUnit(b.pending, rj.ref)
+		if u == nil || !rj.lockedOwnRef(r.lockPath(ctx, rj.ref)) {
+			b.final = append(b.final, rj)
+			continue
 		}
-		contended = nil
-		if last.code != 0 {
-			// The whole batch failed: retried as a whole if it was contention.
-			_, err := r.classified(ctx, last.code, last.stderr)
-			return err
-		}
-		var again []unit
-		var rjs []rejection
-		rjs, last.rest = parseRejections(last.stdout, last.stderr)
-		for _, rj := range rjs {
-			// git reports rejections in an order of its own (a symbolic ref's after
-			// the others, reftable's name conflicts last): a resubmitted update's
-			// outcome takes the place its first rejection had.
-			if o, ok := slots[rj.ref]; ok {
-				rj.order = o
-			} else {
-				rj.order = len(slots)
-				slots[rj.ref] = rj.order
-			}
-			u := findUnit(pending, rj.ref)
-			if u == nil || !rj.lockedOwnRef(r.lockPath(ctx, rj.ref)) {
-				final = append(final, rj)
-				continue
-			}
-			again = append(again, *u)
-			contended = append(contended, rj)
-		}
-		if len(again) == 0 {
-			return nil
-		}
-		pending = again
-		e := Classify(128, contended[0].detail)
-		r.checkStale(ctx, e)
-		if e.Class == ClassLockContention {
-			r.beforeWait()
-		}
-		return e
-	})
-	if attempts <= 1 {
+		again = append(again, *u)
+		b.contend = append(b.contend, rj)
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	b.pending = again
+	// The held lock is contention, judged as any other (the engine), and queued on.
+	_, err = r.classified(ctx, 128, b.contend[0].detail)
+	return err
+}
+
+// Final prints one report: git's own when nothing was resubmitted; else the
+// rejections that remained, each in the place git first gave it.
+func (b *batch) Final(err error) (int, error) {
+	r, last := b.r, b.last
+	if b.attempts <= 1 {
 		// Nothing was resubmitted: git's report, as git printed it.
-		if werr := writeBoth(r.Stdout, r.Stderr, last.stdout, last.stderr); werr != nil && err == nil {
+		if werr := writeBoth(r.stdout, r.stderr, last.stdout, last.stderr); werr != nil && err == nil {
 			err = werr
 		}
 		return last.code, err
 	}
 	// Contention that outlasted the budget, or a stale lock: git's verdict on those
 	// refs stands (rejected, exit 0), after refretry's line about why it stopped.
-	final = append(final, contended...)
+	final := append(b.final, b.contend...)
 	slices.SortStableFunc(final, func(a, b rejection) int { return cmp.Compare(a.order, b.order) })
 	var stdout, stderr bytes.Buffer
 	if last.code != 0 {
@@ -130,7 +146,7 @@ func (r *run) batchUpdates(ctx context.Context, args Args) (int, error) {
 			stderr.Write(rj.detail)
 		}
 	}
-	if werr := writeBoth(r.Stdout, r.Stderr, stdout.Bytes(), stderr.Bytes()); werr != nil && err == nil {
+	if werr := writeBoth(r.stdout, r.stderr, stdout.Bytes(), stderr.Bytes()); werr != nil && err == nil {
 		err = werr
 	}
 	return last.code, err
@@ -154,9 +170,9 @@ type attemptOutput struct {
 }
 
 // batchAttempt runs git once on the pending units (all of the input when whole).
-func (r *run) batchAttempt(ctx context.Context, args Args, n int, pending []unit, whole bool, input *Spool) (attemptOutput, error) {
+func (r *run) batchAttempt(ctx context.Context, args Args, a *engine.Attempt, pending []unit, whole bool, input *Spool) (attemptOutput, error) {
 	cmd := r.updateRef(ctx, args)
-	cmd.Env = gitexec.WithLockWait(cmd.Env, r.window(n))
+	cmd.Env = gitexec.WithLockWait(cmd.Env, r.window(a))
 	cmd.Stdin = input.ReaderFrom(0)
 	if !whole {
 		var in bytes.Buffer
@@ -192,9 +208,9 @@ type unit struct {
 	start, end int64
 }
 
-// splitUnits frames the input as git does and cuts it into units. interactive is true
-// when it holds transaction verbs.
-func splitUnits(input io.Reader, nul bool) (units []unit, interactive bool) {
+// splitUnits frames the input as git does and cuts it into units, counting its
+// updates in t. interactive is true when it holds transaction verbs.
+func splitUnits(input io.Reader, nul bool, t *tally) (units []unit, interactive bool) {
 	rd := NewReader(input, nul)
 	var off, start int64
 	var buf []byte
@@ -202,6 +218,7 @@ func splitUnits(input io.Reader, nul bool) (units []unit, interactive bool) {
 		cmd, ctl, err := rd.Next(buf[:0])
 		buf = cmd
 		if len(cmd) > 0 {
+			t.add(cmd, nul)
 			if ctl != NotControl {
 				interactive = true
 			}

@@ -17,7 +17,7 @@ func TestSplitUnits(t *testing.T) {
 		{"start\nupdate refs/heads/a 1\ncommit\n", false, []string{"", "refs/heads/a", ""}, true},
 		{"update refs/heads/a 1\noption no-deref\n", false, []string{"refs/heads/a", ""}, false},
 	} {
-		units, interactive := splitUnits(strings.NewReader(tc.input), tc.nul)
+		units, interactive := splitUnits(strings.NewReader(tc.input), tc.nul, nil)
 		var refs []string
 		var joined string
 		for _, u := range units {

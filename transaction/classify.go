@@ -3,6 +3,7 @@ package transaction
 import (
 	"strings"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitmsg"
 )
 
@@ -49,14 +50,17 @@ var invalidContains = []string{
 	"' has neither a valid OID nor a target",
 }
 
-// Classify turns a failed update-ref run (its exit code and C-locale stderr) into an
-// *Error. It reads only git's final error message: the last line that starts with
-// "fatal: " or "error: ", and the advice lines after it. A message it does not
-// recognise is ClassOther, which is never retried.
-func Classify(exitCode int, stderr []byte) *Error {
-	e := &Error{ExitCode: exitCode, Class: ClassOther}
+// Classify turns a failed update-ref run (its exit code and C-locale stderr) into a
+// *failure.Error: lock contention (failure.LockContention, with the lock), a stale
+// leftover (failure.StaleLock), refs not as the update expects (failure.Conflict,
+// with the ref that moved when git says where it is), a wrong command or input
+// (failure.InvalidInput), or failure.Other. It reads only git's final error message:
+// the last line that starts with "fatal: " or "error: ", and the advice lines after
+// it. A message it does not recognise is failure.Other, which is never retried.
+func Classify(exitCode int, stderr []byte) *failure.Error {
+	e := &failure.Error{Command: "update-ref", ExitCode: exitCode, Class: failure.Other}
 	if exitCode == 129 {
-		e.Class = ClassInvalidInput
+		e.Class = failure.InvalidInput
 		e.Message = strings.TrimRight(string(stderr), "\n")
 		return e
 	}
@@ -73,24 +77,25 @@ func Classify(exitCode int, stderr []byte) *Error {
 	if lockRef != "" {
 		ref = lockRef
 	}
+	e.Ref = ref
 	classifyInner(e, inner, ref, rest, exitCode)
 	return e
 }
 
-func classifyInner(e *Error, inner, ref string, advice []string, exitCode int) {
+func classifyInner(e *failure.Error, inner, ref string, advice []string, exitCode int) {
 	// A lock failure only counts when git died of it: 128, or 1 for -d.
 	lockExit := exitCode == 128 || exitCode == 1
 	if inner == "cannot lock references" && len(advice) == 0 {
-		e.Class = ClassOther
+		e.Class = failure.Other
 		if lockExit {
-			e.Class = ClassLockContention
+			e.Class = failure.LockContention
 		}
-		e.Cause = &LockedError{Ref: ref}
+		e.Lock = &failure.Lock{Ref: ref}
 		return
 	}
 	if m := gitmsg.Exists().FindStringSubmatch(inner); m != nil {
-		l := &LockedError{Lock: m[1], Ref: ref}
-		e.Cause = l
+		l := &failure.Lock{Path: m[1], Ref: ref}
+		e.Lock = l
 		// The advice must be the whole rest of the message.
 		kind, pid, used := gitmsg.ReadAdvice(advice)
 		if used != len(advice) {
@@ -100,7 +105,7 @@ func classifyInner(e *Error, inner, ref string, advice []string, exitCode int) {
 		case gitmsg.AdviceLive:
 			l.PID = pid
 			if lockExit {
-				e.Class = ClassLockContention
+				e.Class = failure.LockContention
 			}
 		case gitmsg.AdviceDead:
 			// git found no process pid (kill(pid, 0)) in its pid namespace, which is
@@ -108,43 +113,41 @@ func classifyInner(e *Error, inner, ref string, advice []string, exitCode int) {
 			// the lock's age says otherwise (checkStale, lockfile.Rule).
 			l.PID, l.HolderUnseen = pid, true
 			if lockExit {
-				e.Class = ClassLockContention
+				e.Class = failure.LockContention
 			}
 		}
 		return
 	}
 	if m := rePackedNew().FindStringSubmatch(inner); m != nil {
-		e.Class = ClassStaleLock
-		e.Cause = &LockedError{Lock: m[1], Stale: true,
+		e.Class = failure.StaleLock
+		e.Lock = &failure.Lock{Path: m[1], Stale: true,
 			StaleReason: "a packed-refs.new left behind by an interrupted git blocks every packed-refs rewrite"}
 		return
 	}
 	if m := gitmsg.CAS().FindStringSubmatch(inner); m != nil {
-		e.Class = ClassConflict
-		e.Cause = &StaleValueError{Ref: ref, Actual: m[1], Expected: m[2]}
+		e.Class = failure.Conflict
+		e.Moved = &failure.Moved{Ref: ref, Actual: m[1], Expected: m[2]}
 		return
 	}
 	if m := reDFExisting().FindStringSubmatch(inner); m != nil {
-		e.Class = ClassConflict
-		e.Cause = &RefConflictError{Ref: m[2], Reason: inner}
+		e.Class, e.Ref = failure.Conflict, m[2]
 		return
 	}
 	for _, p := range conflictInner {
 		if strings.HasPrefix(inner, p) && !strings.HasSuffix(inner, ": reference broken") {
-			e.Class = ClassConflict
-			e.Cause = &RefConflictError{Ref: ref, Reason: inner}
+			e.Class = failure.Conflict
 			return
 		}
 	}
 	for _, p := range invalidPrefixes {
 		if strings.HasPrefix(inner, p) {
-			e.Class = ClassInvalidInput
+			e.Class = failure.InvalidInput
 			return
 		}
 	}
 	for _, c := range invalidContains {
 		if strings.Contains(inner, c) {
-			e.Class = ClassInvalidInput
+			e.Class = failure.InvalidInput
 			return
 		}
 	}

@@ -1,7 +1,7 @@
 package transaction
 
 import (
-	"errors"
+	"github.com/refretry/refretry/failure"
 	"path/filepath"
 	"testing"
 
@@ -31,30 +31,27 @@ func FuzzClassify(f *testing.F) {
 		if e.ExitCode != code {
 			t.Fatalf("exit code %d, want %d", e.ExitCode, code)
 		}
-		var l *LockedError
-		switch e.Class {
-		case ClassLockContention:
+		switch l := e.Lock; e.Class {
+		case failure.LockContention:
 			if code != 1 && code != 128 {
 				t.Fatalf("lock contention from exit %d", code)
 			}
-			if !errors.As(e, &l) || l.Stale {
-				t.Fatalf("lock contention without a live *LockedError: %#v", e.Cause)
+			if l == nil || l.Stale {
+				t.Fatalf("lock contention without a live lock: %#v", l)
 			}
-		case ClassStaleLock:
-			if !errors.As(e, &l) || !l.Stale || l.StaleReason == "" {
-				t.Fatalf("stale lock without a stale *LockedError: %#v", e.Cause)
+		case failure.StaleLock:
+			if l == nil || !l.Stale || l.StaleReason == "" {
+				t.Fatalf("stale lock without a stale lock: %#v", l)
 			}
-		case ClassConflict:
-			var sv *StaleValueError
-			var rc *RefConflictError
-			if !errors.As(e, &sv) && !errors.As(e, &rc) {
-				t.Fatalf("conflict without its detail: %#v", e.Cause)
+		case failure.Conflict:
+			if e.Moved == nil && e.Message == "" {
+				t.Fatalf("conflict without its detail: %#v", e)
 			}
-		case ClassInvalidInput, ClassOther:
+		case failure.InvalidInput, failure.Other:
 		default:
 			t.Fatalf("unknown class %q", e.Class)
 		}
-		if code == 129 && e.Class != ClassInvalidInput {
+		if code == 129 && e.Class != failure.InvalidInput {
 			t.Fatalf("exit 129 classified %s", e.Class)
 		}
 		if code == 129 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/refretry/refretry/failure"
 	"io"
 	"os"
 	"os/exec"
@@ -17,13 +18,12 @@ func ExampleClassify() {
 	stderr := []byte("fatal: update_ref failed for ref 'refs/heads/main': cannot lock ref 'refs/heads/main': " +
 		"is at 1111111111111111111111111111111111111111 but expected 2222222222222222222222222222222222222222\n")
 	err := transaction.Classify(128, stderr)
-	var stale *transaction.StaleValueError
-	fmt.Println(err.Class, errors.As(err, &stale), stale.Ref)
+	fmt.Println(err.Class, err.Moved.Ref, err.Moved.Actual[:7])
 
 	err = transaction.Classify(128, []byte("fatal: update_ref failed for ref 'refs/heads/ci/1': cannot lock references\n"))
 	fmt.Println(err.Class)
 	// Output:
-	// conflict true refs/heads/main
+	// conflict refs/heads/main 1111111
 	// lock-contention
 }
 
@@ -56,7 +56,6 @@ func ExampleRunner() {
 
 	r := &transaction.Runner{
 		Git: "git", Dirs: []string{dir}, Env: os.Environ(),
-		Stdout: os.Stdout, Stderr: io.Discard, // git's own output, from the final attempt
 		OnAttempt: func(a retry.Attempt) {
 			if !a.Final {
 				fmt.Println("retrying after", a.Err)
@@ -64,13 +63,14 @@ func ExampleRunner() {
 		},
 	}
 	ctx := context.Background()
-	code, err := r.Run(ctx, transaction.ParseArgs([]string{"refs/ci/job-1", oid}))
-	fmt.Println(code, err)
+	// git's own output, from the final attempt, goes to the writers given.
+	res, err := r.Run(ctx, transaction.ParseArgs([]string{"refs/ci/job-1", oid}), nil, os.Stdout, io.Discard)
+	fmt.Println(res.ExitCode, err)
 
-	r.Stdin = strings.NewReader("create refs/ci/job-2 " + oid + "\ncreate refs/ci/job-1 " + oid + "\n")
-	code, err = r.Run(ctx, transaction.ParseArgs([]string{"--stdin"}))
-	var te *transaction.Error
-	fmt.Println(code, errors.As(err, &te) && te.Class == transaction.ClassConflict)
+	batch := strings.NewReader("create refs/ci/job-2 " + oid + "\ncreate refs/ci/job-1 " + oid + "\n")
+	res, err = r.Run(ctx, transaction.ParseArgs([]string{"--stdin"}), batch, os.Stdout, io.Discard)
+	var te *failure.Error
+	fmt.Println(res.ExitCode, errors.As(err, &te) && te.Class == failure.Conflict)
 
 	show := exec.Command("git", "-C", dir, "for-each-ref", "--format=%(refname)", "refs/ci/")
 	refs, _ := show.Output()

@@ -1,6 +1,7 @@
 package transaction
 
 import (
+	"github.com/refretry/refretry/failure"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -40,13 +41,13 @@ func TestClassifyFixtures(t *testing.T) {
 			}
 			e := Classify(code, stderr)
 			wantRetry := meta["retry"] == "true"
-			if gotRetry := e.Class == ClassLockContention; gotRetry != wantRetry {
+			if gotRetry := e.Class == failure.LockContention; gotRetry != wantRetry {
 				t.Errorf("class %s (retry %v), fixture says class %s retry %v\nstderr:\n%s", e.Class, gotRetry, meta["class"], wantRetry, stderr)
 			}
 			if wantRetry {
 				retried++
 			}
-			if want := Class(meta["class"]); e.Class != want && !(want == ClassOther && e.Class == ClassInvalidInput) {
+			if want := failure.Class(meta["class"]); e.Class != want && !(want == failure.Other && e.Class == failure.InvalidInput) {
 				t.Logf("class %s, fixture says %s (not a retry decision)", e.Class, want)
 			}
 		})

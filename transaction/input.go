@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 )
 
 // Control is the kind of a transaction-control command in update-ref's input.
@@ -110,4 +111,47 @@ func identify(first []byte, term byte) (args int, ctl Control) {
 		return c.args, ctl
 	}
 	return 0, NotControl
+}
+
+// tally counts the ref updates of --stdin input as it is framed (update, create,
+// delete and their symref forms), keeping the first MaxRefs names. A nil tally counts
+// nothing.
+type tally struct {
+	counted bool
+	updates int
+	refs    []string
+}
+
+func (t *tally) add(cmd []byte, nul bool) {
+	if t == nil {
+		return
+	}
+	t.counted = true
+	verb, rest, _ := strings.Cut(string(cmd), " ")
+	switch verb {
+	case "update", "create", "delete", "symref-update", "symref-create", "symref-delete":
+	default:
+		return
+	}
+	term := "\n"
+	if nul {
+		term = "\x00"
+	}
+	ref, _, _ := strings.Cut(rest, term)
+	if !nul {
+		ref, _, _ = strings.Cut(ref, " ")
+	}
+	t.updates++
+	if len(t.refs) < MaxRefs {
+		t.refs = append(t.refs, ref)
+	}
+}
+
+// result is res with the tally's count (-1 when nothing was counted).
+func (t *tally) result(res Result) Result {
+	res.Updates = -1
+	if t != nil && t.counted {
+		res.Updates, res.Refs = t.updates, t.refs
+	}
+	return res
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 )
 
@@ -46,13 +48,19 @@ type session struct {
 	errOut    *Spool  // stderr of the running git not yet given to the caller
 	acks      int     // durable points reached
 	outErr    error   // writing to the caller failed
+
+	code      int    // the last attempt's exit code
+	renewedAt int    // acks when the budget was last renewed
+	tally     *tally // the updates of the input, when counted (under wmu)
 }
 
-func (r *run) session(ctx context.Context, args Args) (int, error) {
+func (r *run) session(ctx context.Context, args Args) (Result, error) {
 	s := &session{r: r, args: args, log: NewSpool(r.SpoolMemory, r.SpoolDir)}
 	defer s.log.Close()
-
-	if f, start, ok := regularFile(r.Stdin); ok {
+	if r.CountRefs {
+		s.tally = &tally{}
+	}
+	if f, start, ok := regularFile(r.stdin); ok {
 		// All of the input is there already, and can be read again: git reads it
 		// directly, as it would without refretry, and only a retry or a place in
 		// the line makes the run wait.
@@ -63,57 +71,69 @@ func (r *run) session(ctx context.Context, args Args) (int, error) {
 		r.beforeWait()
 		go s.readInput(ctx)
 	}
-
-	code := 0
-	for {
-		startAcks := s.ackCount()
-		_, err := s.r.retrier(ctx).Do(ctx, func(ctx context.Context, n int) error {
-			var err error
-			code, err = s.attempt(ctx, n)
-			var e *Error
-			if errors.As(err, &e) && e.Class == ClassLockContention && s.ackCount() > startAcks {
-				// Some transactions were committed before this failure: the next one
-				// starts a fresh retry budget.
-				return &progressError{err}
-			}
-			return err
-		})
-		var p *progressError
-		if errors.As(err, &p) {
-			continue
-		}
-		return s.finish(code, err)
+	code, err := r.engine().Run(ctx, s)
+	if s.file != nil && s.tally != nil {
+		s.tallyFile()
 	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.tally.result(Result{ExitCode: code}), err
 }
 
-// finish gives the caller git's remaining stderr and picks the outcome.
-func (s *session) finish(code int, err error) (int, error) {
+// Attempt runs one git: the current segment of the log again, then the rest of the
+// caller's input. Lock contention after transactions were committed in this budget
+// renews the budget (engine.Attempt.Renew): those need no retry.
+func (s *session) Attempt(ctx context.Context, a *engine.Attempt) error {
+	var err error
+	s.code, err = s.attempt(ctx, a)
+	var e *failure.Error
+	if errors.As(err, &e) && e.Class == failure.LockContention {
+		if acks := s.ackCount(); acks > s.renewedAt {
+			s.renewedAt = acks
+			a.Renew()
+		}
+	}
+	return err
+}
+
+// Final gives the caller git's remaining stderr and picks the outcome.
+func (s *session) Final(err error) (int, error) {
 	s.wmu.Lock()
 	inErr := s.inErr
 	s.wmu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.errOut != nil {
-		_, _ = s.errOut.WriteTo(s.r.Stderr)
+		_, _ = s.errOut.WriteTo(s.r.stderr)
 		s.errOut.Close()
 	}
 	switch {
 	case err != nil:
-		return code, err
+		return s.code, err
 	case inErr != nil:
 		// git committed what it was given; the caller must know the input was cut.
 		return 128, inErr
 	case s.outErr != nil:
 		return 128, fmt.Errorf("writing standard output: %w", s.outErr)
 	}
-	return code, nil
+	return s.code, nil
 }
 
-// progressError marks a contention failure that followed committed transactions.
-type progressError struct{ err error }
-
-func (p *progressError) Error() string { return p.err.Error() }
-func (p *progressError) Unwrap() error { return p.err }
+// tallyFile counts the updates of a regular file's input, which git read itself.
+func (s *session) tallyFile() {
+	rd := NewReader(io.NewSectionReader(s.file, s.fileStart, 1<<62), s.args.NUL)
+	var buf []byte
+	for {
+		cmd, _, err := rd.Next(buf[:0])
+		buf = cmd
+		if len(cmd) > 0 {
+			s.tally.add(cmd, s.args.NUL)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
 
 func (s *session) ackCount() int {
 	s.mu.Lock()
@@ -135,7 +155,7 @@ func (s *session) ackCount() int {
 // git sees the held bytes as soon as the caller sends anything more, ends its input,
 // or sends a control command; a caller that waits for an answer sends one of those.
 func (s *session) readInput(ctx context.Context) {
-	rd := NewReader(s.r.Stdin, s.args.NUL)
+	rd := NewReader(s.r.stdin, s.args.NUL)
 	pend := make([]byte, 0, inputChunk)
 	send := 0 // how much of pend may go to git now; the rest is held back
 	for {
@@ -145,6 +165,11 @@ func (s *session) readInput(ctx context.Context) {
 		)
 		start := len(pend)
 		pend, ctl, err = rd.Next(pend)
+		if s.tally != nil && start < len(pend) {
+			s.wmu.Lock()
+			s.tally.add(pend[start:], s.args.NUL)
+			s.wmu.Unlock()
+		}
 		if err == nil && ctl == NotControl {
 			send = releasable(pend, start, send, s.args.NUL)
 		} else {
@@ -222,18 +247,18 @@ const inputChunk = 64 << 10
 
 // attempt runs one git process: it replays the current segment of the log, then
 // receives the rest of the caller's input until the caller's input ends.
-func (s *session) attempt(ctx context.Context, n int) (int, error) {
+func (s *session) attempt(ctx context.Context, a *engine.Attempt) (int, error) {
 	// Only an attempt that has all of its input queues: one still waiting for the
 	// caller must not keep others waiting.
 	s.wmu.Lock()
 	ready := s.eof
 	s.wmu.Unlock()
-	leave := s.r.enterLine(ctx, n, ready)
+	leave := s.r.enterLine(ctx, a, ready)
 	defer leave()
 	if s.file != nil {
-		return s.attemptFile(ctx, n)
+		return s.attemptFile(ctx, a)
 	}
-	cmd := s.r.retryCommand(ctx, s.args, n)
+	cmd := s.r.retryCommand(ctx, s.args, a)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return 128, err
@@ -289,7 +314,7 @@ func (s *session) attempt(ctx context.Context, n int) (int, error) {
 // attemptFile is attempt with the input in a regular file: git reads it from where
 // the last durable transaction ended, and is started directly (gitexec.Run), its
 // output relayed as it comes.
-func (s *session) attemptFile(ctx context.Context, n int) (int, error) {
+func (s *session) attemptFile(ctx context.Context, a *engine.Attempt) (int, error) {
 	if err := s.replayFrom(); err != nil {
 		return 128, err
 	}
@@ -302,7 +327,7 @@ func (s *session) attemptFile(ctx context.Context, n int) (int, error) {
 	s.mu.Unlock()
 	r := s.r
 	code, err := gitexec.Run(ctx, gitexec.Spec{
-		Git: r.Git, Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(n)),
+		Git: r.git(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)),
 		Args: append(append(append([]string{}, r.GlobalArgs...), "update-ref"), s.args.Raw...), Stdin: s.file,
 	}, out, errCollector{s})
 	out.flush()
@@ -387,7 +412,7 @@ func (s *session) relayLine(line []byte, skip *int) {
 		*skip--
 		return
 	}
-	if _, werr := s.r.Stdout.Write(line); werr != nil && s.outErr == nil {
+	if _, werr := s.r.stdout.Write(line); werr != nil && s.outErr == nil {
 		s.outErr = werr
 	}
 	s.delivered++
@@ -442,7 +467,7 @@ func (s *session) durable() {
 	}
 	s.delivered = 0
 	s.acks++
-	_, _ = s.errOut.WriteTo(s.r.Stderr)
+	_, _ = s.errOut.WriteTo(s.r.stderr)
 	s.errOut.Close()
 	s.errOut = NewSpool(s.r.SpoolMemory, s.r.SpoolDir)
 }

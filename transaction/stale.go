@@ -4,34 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/refretry/refretry/internal/lockfile"
 	"github.com/refretry/refretry/internal/repo"
 )
-
-// Inspect fills in what the file system says now about l's lock under s's stale-lock
-// rule (lockfile.Inspect): its age, the holder pid from a ~pid.lock file and whether
-// that pid runs here, and whether the lock counts as stale. A lock that has
-// disappeared meanwhile is left as it is: it was contention, and it is over.
-func (l *LockedError) Inspect(s Settings, now time.Time) {
-	if l.Lock == "" {
-		return
-	}
-	f := lockfile.Inspect(l.Lock, s.rule(), now)
-	if !f.Present {
-		return
-	}
-	l.Age = f.Age
-	if f.PID > 0 {
-		// The file is read now; git's advice (which Classify read) may be older.
-		l.PID, l.HolderUnseen = f.PID, f.Unseen
-	}
-	l.Waiting = f.Wait
-	if !l.Stale && f.Stale {
-		l.Stale, l.StaleReason = true, f.Reason
-	}
-}
 
 // reftableLock finds tables.list.lock for the repository git would use: reftable's
 // message names no file.

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/transaction"
 )
@@ -53,12 +54,9 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 	policy.Timeout = 20 * time.Second
 	policy.MaxAttempts = 0 // the deadline alone bounds it
 	r := &transaction.Runner{
-		Git:    git,
-		Dirs:   []string{dir},
-		Env:    os.Environ(),
-		Stdin:  &input,
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
+		Git:  git,
+		Dirs: []string{dir},
+		Env:  os.Environ(),
 		// Called only once something has failed on a lock.
 		Settings: func() (transaction.Settings, error) {
 			return transaction.Settings{Policy: policy, StaleAfter: 2 * time.Minute}, nil
@@ -69,16 +67,16 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 			}
 		},
 	}
-	code, err := r.Run(ctx, transaction.ParseArgs([]string{"-m", "CI result", "--stdin"}))
+	res, err := r.Run(ctx, transaction.ParseArgs([]string{"-m", "CI result", "--stdin"}), &input, os.Stdout, os.Stderr)
 
-	var te *transaction.Error
+	var te *failure.Error
 	var exhausted *retry.ExhaustedError
 	switch {
 	case err == nil:
 		fmt.Printf("recorded %d refs\n", len(pairs))
 	case errors.As(err, &exhausted):
 		fmt.Fprintf(os.Stderr, "library: still contended after %d attempts in %v\n", exhausted.Attempts, exhausted.Elapsed.Round(time.Millisecond))
-	case errors.As(err, &te) && te.Class == transaction.ClassConflict:
+	case errors.As(err, &te) && te.Class == failure.Conflict:
 		fmt.Fprintf(os.Stderr, "library: conflict, not retried: %s\n", te.Message)
 	case errors.Is(err, transaction.ErrGitNotFound):
 		fmt.Fprintf(os.Stderr, "library: %v\n", err)
@@ -86,5 +84,5 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 	default:
 		fmt.Fprintf(os.Stderr, "library: %v\n", err)
 	}
-	return code
+	return res.ExitCode
 }

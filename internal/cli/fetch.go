@@ -27,11 +27,12 @@ func (c *FetchCmd) Run(in *invocation) error {
 	lg := in.log("fetch")
 	f := &fetch.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, GlobalArgs: c.GitArgs,
-		Stdin: in.s.Stdin, Stdout: in.s.Stdout, Stderr: lg.Stderr(),
 		Settings:  in.settings,
 		OnAttempt: lg.Attempt,
+		Note:      lg.Note,
 	}
-	code, err := f.Run(in.ctx, c.Args)
+	res, err := f.Run(in.ctx, c.Args, in.s.Stdin, in.s.Stdout, lg.Stderr())
+	code := res.ExitCode
 	lg.Finish(code, err, func() report.Refs { return report.Refs{Updates: -1} })
 	if errors.Is(err, fetch.ErrGitNotFound) {
 		return exitError(report.ExitGitMissing)

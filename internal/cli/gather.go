@@ -10,7 +10,6 @@ import (
 	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
-	"github.com/refretry/refretry/retry"
 )
 
 // gatherArgs reads `push --gather`'s git arguments: options, <remote> and one
@@ -54,28 +53,23 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	if err != nil {
 		return err
 	}
-	note := func(msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) }
-	policy := func() (retry.Policy, error) {
-		st, err := in.settings()
-		return st.Policy, err
-	}
 	g := &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: remote, Branch: branch, Source: src,
-		PushOptions: opts, MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Policy: policy,
-		Stderr: lg.Stderr(), Notify: note, OnAttempt: lg.Attempt,
+		PushOptions: opts, MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Settings: in.settings,
+		Stderr: lg.Stderr(), Note: lg.Note, OnAttempt: lg.Attempt,
 	}
 	_, err = g.Run(in.ctx)
 	var conflict *gather.ConflictError
 	if errors.As(err, &conflict) && (c.Rebase || c.Regenerate != "") {
-		note(err.Error() + "; pushing it with " + map[bool]string{true: "--rebase", false: "--regenerate"}[c.Rebase] + " instead")
+		lg.Note("gather", err.Error()+"; pushing it with "+map[bool]string{true: "--rebase", false: "--regenerate"}[c.Rebase]+" instead")
 		p := &push.Runner{
-			Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Stdout: in.s.Stdout, Stderr: lg.Stderr(),
-			Rebase: c.Rebase, Regenerate: c.Regenerate, Policy: policy, OnAttempt: lg.Attempt, Notify: note,
+			Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
+			Rebase: c.Rebase, Regenerate: c.Regenerate, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 		}
-		code, err := p.Run(in.ctx, append(append(opts, remote), src+":refs/heads/"+branch))
-		lg.Finish(code, err, func() report.Refs { return pushRefs(p.Report.Refs, err) })
-		if code != 0 {
-			return exitError(code)
+		res, err := p.Run(in.ctx, append(append(opts, remote), src+":refs/heads/"+branch), in.s.Stdout, lg.Stderr())
+		lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
+		if res.ExitCode != 0 {
+			return exitError(res.ExitCode)
 		}
 		return nil
 	}
@@ -109,12 +103,8 @@ type gatherTarget struct {
 func (t gatherTarget) runner(in *invocation) *gather.Runner {
 	return &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: t.Remote, Branch: t.Branch,
-		Policy: func() (retry.Policy, error) {
-			st, err := in.settings()
-			return st.Policy, err
-		},
-		Stderr: in.s.Stderr,
-		Notify: func(msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
+		Settings: in.settings, Stderr: in.s.Stderr,
+		Note: func(_, msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
 	}
 }
 

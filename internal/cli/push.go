@@ -13,7 +13,6 @@ import (
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
-	"github.com/refretry/refretry/retry"
 )
 
 // PushCmd runs git push with the caller's arguments, atomically unless told otherwise,
@@ -128,22 +127,16 @@ func (c *PushCmd) Run(in *invocation) error {
 	}
 	p := &push.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-		Stdout: in.s.Stdout, Stderr: lg.Stderr(),
 		NoAtomic: c.NoAtomic, Rebase: c.Rebase, Regenerate: c.Regenerate,
-		Policy: func() (retry.Policy, error) {
-			st, err := in.settings()
-			return st.Policy, err
-		},
-		OnAttempt: lg.Attempt,
-		Notify:    func(msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
+		Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 	}
-	code, err := p.Run(in.ctx, rest)
-	lg.Finish(code, err, func() report.Refs { return pushRefs(p.Report.Refs, err) })
+	res, err := p.Run(in.ctx, rest, in.s.Stdout, lg.Stderr())
+	lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 	if errors.Is(err, push.ErrGitNotFound) {
 		return exitError(report.ExitGitMissing)
 	}
-	if code != 0 {
-		return exitError(code)
+	if res.ExitCode != 0 {
+		return exitError(res.ExitCode)
 	}
 	return nil
 }
@@ -151,14 +144,9 @@ func (c *PushCmd) Run(in *invocation) error {
 // pushRefs are the refs of a push, for its summary: those it updated, or, when it
 // failed, those it tried to.
 func pushRefs(final []push.RefStatus, err error) report.Refs {
-	refs := report.Refs{Updates: -1}
-	var pe *push.Error
-	switch {
-	case err == nil:
-		refs.Updates = len(final)
-	case errors.As(err, &pe):
-		final, refs.Updates = pe.Refs, len(pe.Refs)
-	default:
+	refs := report.Refs{Updates: len(final)}
+	if err != nil && len(final) == 0 {
+		refs.Updates = -1
 		return refs
 	}
 	for _, r := range final {

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"errors"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/refretry/refretry/ci"
@@ -32,7 +30,6 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 	args := transaction.ParseArgs(c.Args)
 	lg := in.log("update-ref")
 	stdin, stderr := in.s.Stdin, in.s.Stderr
-	var tally *refTally
 	switch {
 	case !lg.Eager() && !args.Understood:
 		// git runs once with the caller's own stderr (a terminal stays a terminal), and
@@ -44,54 +41,48 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 		stderr = lg.Stderr()
 	default:
 		stderr = lg.Stderr()
-		if lg.Eager() && args.Stdin {
-			tally = newRefTally(stdin, args.NUL)
-			stdin = tally
-		}
 	}
 	r := &transaction.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-		Stdin: stdin, Stdout: in.s.Stdout, Stderr: stderr,
 		Settings:  in.settings,
 		OnAttempt: lg.Attempt,
+		Note:      lg.Note,
+		// The summary names the refs of a --stdin batch: counted as the input is read.
+		CountRefs: lg.Eager(),
 		// Signals are caught only once the run waits (signals.go).
 		BeforeWait: armer(in.ctx),
 		// The shim's git global options (shim.go).
 		GlobalArgs: c.GitArgs,
 	}
-	refs := func() report.Refs { return c.refs(in, args, tally) }
+	var res transaction.Result
+	refs := func() report.Refs { return c.refs(in, args, res) }
 	start := time.Now()
 	if out, ok := c.join(in, args, r); ok {
 		if out.Applied {
 			_, err := stderr.Write(out.Stderr)
+			res = transaction.Result{Updates: 1, Refs: []string{args.Ref()}}
 			lg.Attempt(retry.Attempt{Number: 1, Duration: time.Since(start), Final: true})
 			lg.Finish(0, nil, refs)
 			return err
 		}
 		defer out.Lease.Release()
 	}
-	code, err := r.Run(in.ctx, args)
-	lg.Finish(code, err, refs) // refretry's line about a failure, and the summary when logging
+	res, err := r.Run(in.ctx, args, stdin, in.s.Stdout, stderr)
+	lg.Finish(res.ExitCode, err, refs) // refretry's line about a failure, and the summary when logging
 	if errors.Is(err, transaction.ErrGitNotFound) {
 		return exitError(report.ExitGitMissing)
 	}
-	if code != 0 {
-		return exitError(code)
+	if res.ExitCode != 0 {
+		return exitError(res.ExitCode)
 	}
 	return nil
 }
 
 // refs are the refs the command updates, for the summary.
-func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, tally *refTally) report.Refs {
-	refs := report.Refs{Updates: -1}
-	switch {
-	case tally != nil:
-		refs.Updates, refs.Names, refs.Truncated = tally.result()
-	case !args.Understood || args.Stdin:
-	default:
-		if ref := operandRef(args.Raw); ref != "" {
-			refs.Updates, refs.Names = 1, []string{ref}
-		}
+func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transaction.Result) report.Refs {
+	refs := report.Refs{Updates: res.Updates, Names: res.Refs, Truncated: res.Updates > len(res.Refs)}
+	if len(refs.Names) > ci.MaxRefs {
+		refs.Names, refs.Truncated = refs.Names[:ci.MaxRefs], true
 	}
 	if d, ok := repo.Discover(in.opts.Dirs, in.env); ok {
 		refs.Backend = "files"
@@ -167,92 +158,4 @@ func groupGiveUp(in *invocation, waited time.Duration) bool {
 		d = s.Policy.Timeout
 	}
 	return d > 0 && waited >= d
-}
-
-// operandRef returns the ref a one-ref or -d update-ref command line names: its first
-// operand.
-func operandRef(raw []string) string {
-	for i := 0; i < len(raw); i++ {
-		a := raw[i]
-		switch {
-		case a == "--" || a == "--end-of-options":
-			if i+1 < len(raw) {
-				return raw[i+1]
-			}
-			return ""
-		case a == "-m":
-			i++ // its value
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if j := strings.IndexByte(a, 'm'); j > 0 && !strings.HasPrefix(a, "--") && j == len(a)-1 {
-				i++ // a bundle ending in -m: the value is the next argument
-			}
-		default:
-			return a
-		}
-	}
-	return ""
-}
-
-// refTally counts the updates in --stdin input as the Runner reads it, framing the
-// commands with transaction.Reader so that it sees them exactly as git does.
-type refTally struct {
-	src  io.Reader
-	pw   *io.PipeWriter
-	done chan struct{}
-
-	updates   int
-	refs      []string
-	truncated bool
-}
-
-func newRefTally(src io.Reader, nul bool) *refTally {
-	pr, pw := io.Pipe()
-	t := &refTally{src: src, pw: pw, done: make(chan struct{})}
-	go t.count(transaction.NewReader(pr, nul), nul)
-	return t
-}
-
-func (t *refTally) Read(p []byte) (int, error) {
-	n, err := t.src.Read(p)
-	if n > 0 {
-		_, _ = t.pw.Write(p[:n]) // fails only once result has closed the pipe
-	}
-	return n, err
-}
-
-func (t *refTally) count(rd *transaction.Reader, nul bool) {
-	defer close(t.done)
-	var buf []byte
-	for {
-		cmd, _, err := rd.Next(buf[:0])
-		buf = cmd
-		term := byte('\n')
-		if nul {
-			term = 0
-		}
-		verb, rest, _ := strings.Cut(string(cmd), " ")
-		switch verb {
-		case "update", "create", "delete", "symref-update", "symref-create", "symref-delete":
-			ref, _, _ := strings.Cut(rest, string(term))
-			if !nul {
-				ref, _, _ = strings.Cut(ref, " ")
-			}
-			t.updates++
-			if len(t.refs) < ci.MaxRefs {
-				t.refs = append(t.refs, ref)
-			} else {
-				t.truncated = true
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// result stops counting (the Runner has read all it will) and returns the tally.
-func (t *refTally) result() (int, []string, bool) {
-	t.pw.Close()
-	<-t.done
-	return t.updates, t.refs, t.truncated
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/ci"
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/text"
 	"github.com/refretry/refretry/retry"
@@ -162,6 +162,18 @@ func (l *Log) Attempt(a retry.Attempt) {
 	}
 }
 
+// Note reports something the command did besides running git (a removed stale lock,
+// a rebase): "refretry: <text>" in plain mode, a note record otherwise.
+func (l *Log) Note(kind, text string) {
+	l.decide()
+	if l.plain() {
+		fmt.Fprintf(l.c.Stderr, "refretry: %s\n", text)
+	}
+	if l.op != nil {
+		l.logError(l.op.Note(context.Background(), ci.Note{Kind: kind, Text: text}))
+	}
+}
+
 // Refs are the refs a run updates, for its summary.
 type Refs struct {
 	Updates   int      // how many updates the command asked for; -1 when unknown
@@ -206,7 +218,7 @@ func (l *Log) Finish(code int, err error, refs func() Refs) {
 // Failures git alone explains get nothing extra.
 func (l *Log) finalLine(err error) {
 	resolve, exhausted := loopEnd(err)
-	var f Failure
+	f := asFailure(err)
 	switch why, missing := gitMissing(err); {
 	case missing:
 		fmt.Fprintf(l.c.Stderr, "refretry: cannot run git (%s): %v\n", l.c.Git, why)
@@ -217,12 +229,12 @@ func (l *Log) finalLine(err error) {
 			attempts(max(l.count, exhausted.Attempts)), exhausted.Elapsed.Round(time.Millisecond), exhausted.Reason,
 			reason(exhausted.Err))
 		// Why a lock that git or its ~pid.lock calls abandoned was waited for.
-		if errors.As(exhausted.Err, &f) && f.Advice() != "" {
-			fmt.Fprintf(l.c.Stderr, "refretry: %s\n", f.Advice())
+		if f != nil && f.Advice != "" {
+			fmt.Fprintf(l.c.Stderr, "refretry: %s\n", f.Advice)
 		}
-	case errors.As(err, &f):
-		if advice := f.Advice(); advice != "" {
-			fmt.Fprintf(l.c.Stderr, "refretry: %s\n", advice)
+	case f != nil:
+		if f.Advice != "" {
+			fmt.Fprintf(l.c.Stderr, "refretry: %s\n", f.Advice)
 		}
 	default:
 		fmt.Fprintf(l.c.Stderr, "refretry: %v\n", err)
@@ -238,16 +250,21 @@ func (l *Log) logError(err error) {
 // attemptRecord turns the retry loop's report into an attempt record.
 func attemptRecord(a retry.Attempt) ci.Attempt {
 	rec := ci.Attempt{Number: a.Number, Duration: a.Duration, Delay: a.Delay, Final: a.Final}
-	var f Failure
+	f := asFailure(a.Err)
 	switch {
 	case a.Err == nil:
-	case errors.As(a.Err, &f):
-		rec.ExitCode, rec.Class, rec.Error = f.Exit(), f.Kind(), f.Line()
-		rec.Lock, rec.LockAge, rec.HolderPID = f.Held()
-		if rec.HolderPID > 0 && f.HolderUnseen() {
-			rec.HolderUnseen = true
-			if platform.OwnPIDNamespace() {
-				rec.PIDNamespace = "container"
+	case f != nil:
+		rec.ExitCode, rec.Class, rec.Error = f.ExitCode, string(f.Class), f.Line()
+		if l := f.Lock; l != nil {
+			rec.Lock, rec.LockAge, rec.HolderPID = l.Path, l.Age, l.PID
+			if l.Remote {
+				rec.LockAge = 0 // a remote lock's age is the server's, unknown here
+			}
+			if l.PID > 0 && l.HolderUnseen {
+				rec.HolderUnseen = true
+				if platform.OwnPIDNamespace() {
+					rec.PIDNamespace = "container"
+				}
 			}
 		}
 	default:
@@ -265,10 +282,12 @@ func (l *Log) summary(code int, elapsed time.Duration, err error) ci.Summary {
 	if err == nil {
 		return s
 	}
-	var f Failure
-	if errors.As(err, &f) {
-		s.Class, s.Error = f.Kind(), f.Line()
-		s.Lock, _, _ = f.Held()
+	f := asFailure(err)
+	if f != nil {
+		s.Class, s.Error = string(f.Class), f.Line()
+		if f.Lock != nil {
+			s.Lock = f.Lock.Path
+		}
 	}
 	resolve, exhausted := loopEnd(err)
 	switch why, missing := gitMissing(err); {
@@ -280,12 +299,12 @@ func (l *Log) summary(code int, elapsed time.Duration, err error) ci.Summary {
 	case exhausted != nil:
 		s.Result, s.Reason, s.Attempts = ci.ResultGaveUp, string(exhausted.Reason), max(s.Attempts, exhausted.Attempts)
 		if f != nil {
-			s.Advice = f.Advice()
+			s.Advice = f.Advice
 		}
-	case f != nil && f.Kind() == "stale-lock":
-		s.Result, s.Advice = ci.ResultStaleLock, f.Advice()
+	case f != nil && f.Class == failure.StaleLock:
+		s.Result, s.Advice = ci.ResultStaleLock, f.Advice
 	case f != nil:
-		s.Result, s.Advice = ci.ResultFailed, f.Advice()
+		s.Result, s.Advice = ci.ResultFailed, f.Advice
 	default:
 		s.Result, s.Advice = ci.ResultError, err.Error()
 		if s.ExitCode == 0 {

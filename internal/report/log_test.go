@@ -8,33 +8,23 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/ci"
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/retry"
 )
 
-// failure is a Failure as a command's error type gives it.
-type failure struct {
-	kind, line, lock, advice string
-	pid                      int  // the holder's pid
-	unseen                   bool // no process pid runs here
-}
-
-func (f *failure) Error() string { return f.line }
-func (f *failure) Exit() int     { return 128 }
-func (f *failure) Kind() string  { return f.kind }
-func (f *failure) Line() string  { return f.line }
-func (f *failure) Reason() string {
-	if f.lock != "" {
-		return f.kind + " on " + f.lock
+// fail is a failure as a command's classifier gives it, with a lock when lock is
+// set (seen a second old, held by pid).
+func fail(class, line, lock, advice string, pid int, unseen bool) *failure.Error {
+	f := &failure.Error{Command: "update-ref", Class: failure.Class(class), ExitCode: 128, Message: line, Advice: advice}
+	if lock != "" {
+		f.Lock = &failure.Lock{Path: lock, Age: time.Second, PID: pid, HolderUnseen: unseen}
 	}
-	return f.kind + ": " + f.line
+	return f
 }
-func (f *failure) Held() (string, time.Duration, int) { return f.lock, time.Second, f.pid }
-func (f *failure) HolderUnseen() bool                 { return f.unseen }
-func (f *failure) Advice() string                     { return f.advice }
 
-var contention = &failure{kind: "lock-contention", line: "cannot lock references", lock: "/r/.git/reftable/tables.list.lock"}
+var contention = fail("lock-contention", "cannot lock references", "/r/.git/reftable/tables.list.lock", "", 0, false)
 
 func noRefs(t *testing.T) func() Refs {
 	return func() Refs {
@@ -87,8 +77,8 @@ func TestFinalLines(t *testing.T) {
 	}{
 		{&gitexec.StartError{Err: errors.New("no such file")}, "refretry: cannot run git (/opt/git): no such file\n"},
 		{&retry.ResolveError{Err: errors.New("bad value")}, "refretry: not retried: bad value\n"},
-		{&failure{kind: "stale-lock", line: "x", advice: "stale lock /r/x.lock: old"}, "refretry: stale lock /r/x.lock: old\n"},
-		{&failure{kind: "conflict", line: "is at a but expected b"}, ""},
+		{fail("stale-lock", "x", "", "stale lock /r/x.lock: old", 0, false), "refretry: stale lock /r/x.lock: old\n"},
+		{fail("conflict", "is at a but expected b", "", "", 0, false), ""},
 		{fmt.Errorf("writing standard output: %w", errors.New("broken pipe")), "refretry: writing standard output: broken pipe\n"},
 	}
 	for _, tc := range cases {
@@ -105,8 +95,8 @@ func TestFinalLines(t *testing.T) {
 // running here says, after the gave-up line, why the lock was still waited for; the
 // attempt records say the holder was unseen, and the summary carries the same advice.
 func TestUnseenHolder(t *testing.T) {
-	held := &failure{kind: "lock-contention", line: "Unable to create '/r/x.lock': File exists.", lock: "/r/x.lock",
-		pid: 4242, unseen: true, advice: "lock /r/x.lock (age 1s, holder pid 4242): its holder, process 4242, is not running here, but …"}
+	held := fail("lock-contention", "Unable to create '/r/x.lock': File exists.", "/r/x.lock",
+		"lock /r/x.lock (age 1s, holder pid 4242): its holder, process 4242, is not running here, but …", 4242, true)
 	ex := &retry.ExhaustedError{Attempts: 1, Elapsed: time.Second, Reason: retry.ReasonDeadline, Err: held}
 
 	var plain strings.Builder
@@ -114,7 +104,7 @@ func TestUnseenHolder(t *testing.T) {
 	l.Attempt(retry.Attempt{Number: 1, Err: held, Final: true})
 	l.Finish(128, ex, noRefs(t))
 	want := "refretry: gave up after 1 attempt in 1s (deadline); last failure: lock-contention on /r/x.lock\n" +
-		"refretry: " + held.advice + "\n"
+		"refretry: " + held.Advice + "\n"
 	if plain.String() != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", plain.String(), want)
 	}

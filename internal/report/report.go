@@ -3,43 +3,19 @@
 // and summary records in a ci format (ci/), with git's stderr relayed so that nothing
 // it prints can start a CI command.
 //
-// A command gives it the retry loop's attempts and its run's outcome. Failures are read
-// through [Failure], which the error types of transaction and push implement; the
-// retry loop's own errors (a budget spent, a bad setting) and git that could not be
-// started are read here.
+// A command gives it the retry loop's attempts, its notes, and its run's outcome.
+// Failures are read from their fields (*failure.Error); the retry loop's own errors
+// (a budget spent, a bad setting) and git that could not be started are read here.
 package report
 
 import (
 	"errors"
-	"time"
+	"fmt"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/retry"
 )
-
-// Failure is a failed attempt as the reports need it: transaction.Error,
-// push.Error and push.RebaseError implement it.
-type Failure interface {
-	error
-	// Exit is git's exit code.
-	Exit() int
-	// Kind is the failure's class, as the records name it ("lock-contention", …).
-	Kind() string
-	// Line is the one line of git's that decided the failure.
-	Line() string
-	// Reason is the failure in a few words, for a retry line.
-	Reason() string
-	// Held is the lock another process holds, when that is the failure: its path
-	// (empty when unknown), its age and its holder's pid (0 when unknown).
-	Held() (lock string, age time.Duration, pid int)
-	// HolderUnseen reports that no process with the pid Held names runs in
-	// refretry's pid namespace: the holder ended, or it runs in another one.
-	HolderUnseen() bool
-	// Advice is refretry's own line about a final failure that git's output does not
-	// explain (a stale lock: whose, how old, how to remove it); empty when git's
-	// output says it all.
-	Advice() string
-}
 
 // Exit codes of refretry's own failures; git's codes pass through unchanged.
 const (
@@ -47,13 +23,34 @@ const (
 	ExitGitMissing = 127 // as a shell's "command not found"
 )
 
-// reason is a one-line reason for any error an attempt or run ended with.
+// reason is a one-line reason for any error an attempt or run ended with: a failure
+// in a few words ("lock-contention on <lock>", or its class and git's line), or the
+// error's own text.
 func reason(err error) string {
-	var f Failure
-	if errors.As(err, &f) {
-		return f.Reason()
+	f := asFailure(err)
+	if f == nil {
+		return err.Error()
 	}
-	return err.Error()
+	if l := f.Lock; l != nil {
+		switch {
+		case l.Remote && f.Class == failure.LockContention && l.Path != "":
+			return fmt.Sprintf("%s on the remote's %s: %s", f.Class, l.Path, f.Line())
+		case l.Remote && f.Class == failure.LockContention:
+			return fmt.Sprintf("%s on the remote's references: %s", f.Class, f.Line())
+		case !l.Remote && l.Path != "":
+			return fmt.Sprintf("%s on %s", f.Class, l.Path)
+		}
+	}
+	return fmt.Sprintf("%s: %s", f.Class, f.Line())
+}
+
+// asFailure is the *failure.Error err is or wraps, nil when there is none.
+func asFailure(err error) *failure.Error {
+	var f *failure.Error
+	if errors.As(err, &f) {
+		return f
+	}
+	return nil
 }
 
 // gitMissing reports whether err says git could not be started, and why.

@@ -1,8 +1,8 @@
-package cli
+package transaction
 
 import "testing"
 
-func TestOperandRef(t *testing.T) {
+func TestArgsRef(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		args []string
@@ -17,8 +17,8 @@ func TestOperandRef(t *testing.T) {
 		{[]string{"--create-reflog"}, ""},
 	}
 	for _, tt := range tests {
-		if got := operandRef(tt.args); got != tt.want {
-			t.Errorf("operandRef(%q) = %q, want %q", tt.args, got, tt.want)
+		if got := (Args{Raw: tt.args}).Ref(); got != tt.want {
+			t.Errorf("Ref(%q) = %q, want %q", tt.args, got, tt.want)
 		}
 	}
 }

@@ -1,0 +1,283 @@
+// Package engine is the one attempt loop every refretry command runs in: git
+// update-ref, push (with --rebase, --regenerate, and --gather's staging) and fetch.
+//
+// A command supplies one attempt (run git once, and classify what it said into a
+// *failure.Error) and, where it has one, a cure to apply before the next attempt (a
+// rebase, a regeneration, a check of the remote, a resubmission). The engine owns the
+// rest, the same way for all:
+//
+//   - the loop, its budget (a deadline and an attempt cap) and its schedule (jittered
+//     exponential backoff, a server's Retry-After honoured; no backoff after a cure
+//     that changed what the next attempt does), through package retry;
+//   - the judgement of a local lock a failure names (internal/lockfile's rule: its age,
+//     its holder), turning contention into a stale lock, and removing a stale lock when
+//     asked to;
+//   - the notes on what it did besides running git (a removed lock, a rebase), which
+//     go to the command's reporter, as records in every log format;
+//   - the final output: the command writes what its final attempt printed once, after
+//     the loop, and nothing of an attempt that was retried.
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/lockfile"
+	"github.com/refretry/refretry/retry"
+)
+
+// Command is a refretry command as the engine runs it.
+type Command interface {
+	// Attempt runs git once: nil when the command succeeded, a *failure.Error when
+	// git failed, or another error that ends the run (git could not be started, the
+	// caller's stream failed).
+	Attempt(ctx context.Context, a *Attempt) error
+	// Final writes what the final attempt printed and returns the exit code for the
+	// run's outcome: err is nil, a *failure.Error, an error wrapping one (the budget
+	// ran out: *retry.ExhaustedError), or another error.
+	Final(err error) (code int, werr error)
+}
+
+// Curer is a Command that can act on a failure before the next attempt.
+type Curer interface {
+	// Cure is called after each failed attempt, once the engine has judged the lock
+	// it names. It returns what to do next, and an error that ends the run (the cure
+	// itself failed: a rebase conflict, a generator that failed).
+	Cure(ctx context.Context, a *Attempt, f *failure.Error) (Next, error)
+}
+
+// Next is what a cure decided.
+type Next int
+
+const (
+	// Stop lets the failure stand: retried with backoff when its class is retryable,
+	// else the end of the run.
+	Stop  Next = iota
+	Retry      // the next attempt runs now, whatever the class: the cure changed what it does
+	// Done: the cure found the command done (the remote already holds the push). The
+	// failed attempt is recorded as it was; the next one, at once, is the success,
+	// and runs no git.
+	Done
+)
+
+// Settings are what the engine needs only once something has failed: the retry
+// policy, the stale-lock rule (lockfile.Rule's two limits) and whether a stale lock
+// may be removed. transaction.Settings has the same fields, in the same order, so that
+// one converts to the other.
+type Settings struct {
+	Policy          retry.Policy
+	StaleAfter      time.Duration
+	PIDGrace        time.Duration
+	BreakStaleLocks bool
+}
+
+// Rule is the stale-lock rule of the settings.
+func (s Settings) Rule() lockfile.Rule {
+	return lockfile.Rule{StaleAfter: s.StaleAfter, PIDGrace: s.PIDGrace}
+}
+
+// Engine runs commands. Its fields are its configuration; one Engine may run any
+// number of commands, one after another or at once.
+type Engine struct {
+	// Settings supplies the settings, asked at most once a run: after the first
+	// failure, or earlier when an attempt asks (Attempt.Left). nil means the retry
+	// package's default policy and no stale-lock limits.
+	Settings func() (Settings, error)
+	// OnAttempt, if set, is called after every attempt.
+	OnAttempt func(retry.Attempt)
+	// Note, if set, receives what the engine and the command did besides running git
+	// (kind: "stale-lock-removed", "rebase", …; msg: one line).
+	Note func(kind, msg string)
+	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
+	Clock retry.Clock
+	Rand  func() float64
+}
+
+// Attempt is one attempt's view of its run.
+type Attempt struct {
+	N   int // 1 for the first attempt
+	run *run
+}
+
+// Left is what the budget has left (a day when it has no deadline). It loads the
+// settings when they are not loaded yet.
+func (a *Attempt) Left() time.Duration { return a.run.left() }
+
+// Settings are the run's settings, loaded once.
+func (a *Attempt) Settings() (Settings, error) { return a.run.settings() }
+
+// Note reports something the command did besides running git.
+func (a *Attempt) Note(kind, msg string) { a.run.note(kind, msg) }
+
+// SettingsKnown reports whether the settings are loaded (asking for them may cost a
+// git process).
+func (a *Attempt) SettingsKnown() bool { return a.run.loaded }
+
+// Renew says that the command made progress that another attempt need not repeat (a
+// --stdin session's transactions committed): when the budget runs out, a new one
+// starts, instead of the run ending.
+func (a *Attempt) Renew() { a.run.renewed = true }
+
+// run is one Run's state.
+type run struct {
+	*Engine
+	start   time.Time
+	loaded  bool
+	s       Settings
+	sErr    error
+	cured   bool // the last failure was cured: the next attempt runs at once
+	done    bool // a cure found the command done: the next attempt ends the run
+	renewed bool // progress since the budget started: a spent budget starts over
+}
+
+func (r *run) settings() (Settings, error) {
+	if !r.loaded {
+		r.loaded = true
+		if r.Engine.Settings == nil {
+			r.s = Settings{Policy: retry.DefaultPolicy()}
+		} else {
+			r.s, r.sErr = r.Engine.Settings()
+		}
+	}
+	return r.s, r.sErr
+}
+
+func (r *run) left() time.Duration {
+	s, err := r.settings()
+	if err != nil || s.Policy.Timeout <= 0 {
+		return 24 * time.Hour
+	}
+	return max(s.Policy.Timeout-r.clock().Now().Sub(r.start), 0)
+}
+
+func (r *run) note(kind, msg string) {
+	if r.Note != nil {
+		r.Note(kind, msg)
+	}
+}
+
+func (r *run) clock() retry.Clock {
+	if r.Clock == nil {
+		return retry.SystemClock{}
+	}
+	return r.Clock
+}
+
+// Run runs c until it succeeds, fails for a reason another attempt cannot get past,
+// or the budget is spent, and returns c.Final's exit code and the run's outcome.
+func (e *Engine) Run(ctx context.Context, c Command) (int, error) {
+	r := &run{Engine: e}
+	r.start = r.clock().Now()
+	curer, _ := c.(Curer)
+	retrier := &retry.Retrier{
+		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
+			var f *failure.Error
+			if errors.As(err, &f) && (f.Class.Retryable() || r.cured) {
+				return retry.Transient
+			}
+			return retry.Permanent
+		}),
+		Clock: e.Clock, Rand: e.Rand, OnAttempt: e.OnAttempt,
+		Resolve: func() (retry.Policy, error) {
+			s, err := r.settings()
+			return s.Policy, err
+		},
+	}
+	op := func(ctx context.Context, n int) error {
+		if r.done {
+			// The last failure's cure found the command done: this attempt is the
+			// success it found, and runs no git.
+			return nil
+		}
+		r.cured = false
+		a := &Attempt{N: n, run: r}
+		err := c.Attempt(ctx, a)
+		var f *failure.Error
+		if !errors.As(err, &f) {
+			return err
+		}
+		r.judgeLock(f)
+		if curer == nil {
+			return err
+		}
+		switch next, cerr := curer.Cure(ctx, a, f); {
+		case cerr != nil:
+			return cerr
+		case next == Done:
+			r.done = true
+			fallthrough
+		case next == Retry:
+			r.cured = true
+			return cured{err}
+		}
+		return err
+	}
+	var err error
+	for {
+		r.renewed = false
+		_, err = retrier.Do(ctx, op)
+		var ex *retry.ExhaustedError
+		if !errors.As(err, &ex) || !r.renewed || ex.Reason == retry.ReasonCanceled {
+			break
+		}
+		r.start = r.clock().Now() // progress was made: a new budget
+	}
+	if r.done {
+		err = nil // found done, though the budget allowed no attempt after the cure
+	}
+	return c.Final(unwrapCured(err))
+}
+
+// cured is a failure whose cure was applied: the next attempt runs at once.
+type cured struct{ error }
+
+func (c cured) Unwrap() error  { return c.error }
+func (c cured) RetryNow() bool { return true }
+
+// unwrapCured is err without the cured wrapper the loop saw.
+func unwrapCured(err error) error {
+	var ex *retry.ExhaustedError
+	if errors.As(err, &ex) {
+		if c, ok := ex.Err.(cured); ok {
+			ex.Err = c.error
+		}
+		return err
+	}
+	if c, ok := err.(cured); ok {
+		return c.error
+	}
+	return err
+}
+
+// judgeLock looks at the local lock a lock failure names: its age and holder, and
+// whether it counts as stale under the settings' rule; a stale lock is removed when
+// the settings allow it, and the failure becomes contention again. What the engine
+// saw goes into the failure's Advice, for the run's last line.
+func (r *run) judgeLock(f *failure.Error) {
+	if f.Lock == nil || f.Lock.Remote || (f.Class != failure.LockContention && f.Class != failure.StaleLock) {
+		return
+	}
+	s, err := r.settings()
+	if err != nil {
+		return // the retry loop reports it
+	}
+	now := time.Now() // a lock's age is the file system's, whatever clock the loop runs on
+	if f.Class == failure.LockContention && lockfile.Look(f.Lock, s.Rule(), now) {
+		f.Class = failure.StaleLock
+	}
+	defer func() { f.Advice = lockfile.Advice(f.Lock) }()
+	if f.Class != failure.StaleLock {
+		return
+	}
+	if s.BreakStaleLocks {
+		b, again := lockfile.Remove(f.Lock, s.Rule(), now)
+		if b != nil {
+			r.note("stale-lock-removed", b.String())
+		}
+		if again {
+			f.Class = failure.LockContention
+		}
+	}
+}

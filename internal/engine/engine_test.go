@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/retry"
+)
+
+// fakeClock advances only when the loop sleeps.
+type fakeClock struct {
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time { return c.now }
+func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
+	c.sleeps = append(c.sleeps, d)
+	c.now = c.now.Add(d)
+	return nil
+}
+
+// script is a command whose attempts fail as listed (nil: success), and whose cure,
+// when set, is asked about each failure.
+type script struct {
+	fails    []error
+	cure     func(n int, f *failure.Error) (Next, error)
+	ran      int
+	finalErr error
+	renewAt  int // attempt at which Renew is called
+}
+
+func (s *script) Attempt(_ context.Context, a *Attempt) error {
+	s.ran++
+	if s.renewAt == s.ran {
+		a.Renew()
+	}
+	if s.ran <= len(s.fails) {
+		return s.fails[s.ran-1]
+	}
+	return nil
+}
+
+func (s *script) Final(err error) (int, error) {
+	s.finalErr = err
+	if err != nil {
+		return 1, err
+	}
+	return 0, nil
+}
+
+type curing struct{ *script }
+
+func (c curing) Cure(_ context.Context, a *Attempt, f *failure.Error) (Next, error) {
+	return c.cure(a.N, f)
+}
+
+func policy(attempts int) func() (Settings, error) {
+	return func() (Settings, error) {
+		return Settings{Policy: retry.Policy{Timeout: time.Minute, MaxAttempts: attempts, InitialDelay: 100 * time.Millisecond,
+			MaxDelay: time.Second, Multiplier: 2}}, nil
+	}
+}
+
+var (
+	contention = &failure.Error{Command: "x", Class: failure.LockContention, ExitCode: 128, Message: "cannot lock references"}
+	behind     = &failure.Error{Command: "x", Class: failure.Behind, ExitCode: 1, Message: "fetch first"}
+)
+
+// TestRun: retryable failures are retried with backoff; a failure a cure put right
+// is retried at once; a cure that finds the command done ends it with a success that
+// runs no git, and the failed attempt stays recorded as it was; a permanent failure
+// ends the run after one attempt.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		s        *script
+		cure     func(n int, f *failure.Error) (Next, error)
+		code     int
+		ran      int
+		sleeps   []time.Duration
+		attempts []bool // ok per attempt record
+	}{
+		{"contention, then success", &script{fails: []error{contention, contention}}, nil, 0, 3,
+			[]time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, []bool{false, false, true}},
+		{"behind, no cure", &script{fails: []error{behind}}, nil, 1, 1, nil, []bool{false}},
+		{"behind, cured: at once", &script{fails: []error{behind}},
+			func(int, *failure.Error) (Next, error) { return Retry, nil }, 0, 2, []time.Duration{0}, []bool{false, true}},
+		{"contention, found done by the cure", &script{fails: []error{contention}},
+			func(int, *failure.Error) (Next, error) { return Done, nil }, 0, 1, []time.Duration{0}, []bool{false, true}},
+		{"the cure fails", &script{fails: []error{behind}},
+			func(int, *failure.Error) (Next, error) { return Stop, errors.New("conflict") }, 1, 1, nil, []bool{false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &fakeClock{now: time.Unix(0, 0)}
+			var records []retry.Attempt
+			e := &Engine{Settings: policy(10), Clock: clock, Rand: func() float64 { return 0.5 },
+				OnAttempt: func(a retry.Attempt) { records = append(records, a) }}
+			var c Command = tc.s
+			if tc.cure != nil {
+				tc.s.cure = tc.cure
+				c = curing{tc.s}
+			}
+			code, err := e.Run(context.Background(), c)
+			if code != tc.code || tc.s.ran != tc.ran || fmt.Sprint(clock.sleeps) != fmt.Sprint(tc.sleeps) {
+				t.Errorf("code %d (err %v), git ran %d times, sleeps %v; want %d, %d, %v", code, err, tc.s.ran, clock.sleeps, tc.code, tc.ran, tc.sleeps)
+			}
+			var ok []bool
+			for _, a := range records {
+				ok = append(ok, a.Err == nil)
+			}
+			if fmt.Sprint(ok) != fmt.Sprint(tc.attempts) {
+				t.Errorf("attempt records %v, want %v", ok, tc.attempts)
+			}
+		})
+	}
+}
+
+// TestRenew: progress during a budget gives a new one when it runs out.
+func TestRenew(t *testing.T) {
+	t.Parallel()
+	s := &script{fails: []error{contention, contention, contention}, renewAt: 2}
+	e := &Engine{Settings: policy(2), Clock: &fakeClock{now: time.Unix(0, 0)}}
+	if code, err := e.Run(context.Background(), s); code != 0 || s.ran != 4 {
+		t.Errorf("code %d (%v) after %d attempts; want success after 4 (2 + a new budget of 2)", code, err, s.ran)
+	}
+	s = &script{fails: []error{contention, contention, contention}}
+	var ex *retry.ExhaustedError
+	if code, err := e.Run(context.Background(), s); code != 1 || s.ran != 2 || !errors.As(err, &ex) {
+		t.Errorf("without progress: code %d, err %v after %d attempts; want gave up after 2", code, err, s.ran)
+	}
+}
+
+// reapedPID is the pid of a process that has exited and been reaped.
+func reapedPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestJudgeLock: a lock whose ~pid.lock names a pid not running here is contention
+// while it is younger than the pid grace (a live holder in another pid namespace looks
+// the same), with the reason kept for the final advice; past the grace it is stale,
+// and with BreakStaleLocks it is removed (a note says so) and the failure becomes
+// contention again. A remote lock is never judged.
+func TestJudgeLock(t *testing.T) {
+	t.Parallel()
+	pid := reapedPID(t)
+	unseen := fmt.Sprintf("its holder, process %d (from the ~pid.lock file), is not running here", pid)
+	cases := []struct {
+		name    string
+		age     time.Duration
+		s       Settings
+		class   failure.Class
+		removed bool
+		advice  string
+	}{
+		{"young", time.Second, Settings{StaleAfter: 2 * time.Minute}, failure.LockContention, false,
+			unseen + ", but the lock is younger than the pid grace of 2m0s, and a live holder in another pid namespace looks the same from here"},
+		{"young, breaking", time.Second, Settings{StaleAfter: 2 * time.Minute, BreakStaleLocks: true}, failure.LockContention, false,
+			"younger than the pid grace of 2m0s"},
+		{"past a short grace", 10 * time.Minute, Settings{StaleAfter: time.Hour, PIDGrace: 5 * time.Minute}, failure.StaleLock, false,
+			unseen + ", and the lock is older than the pid grace of 5m0s; make sure no git process is using this repository, then remove it: rm -f"},
+		{"past a short grace, breaking", 10 * time.Minute, Settings{StaleAfter: time.Hour, PIDGrace: 5 * time.Minute, BreakStaleLocks: true},
+			failure.LockContention, true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lock, pidFile := testutil.AgedLock(t, t.TempDir(), tc.age, pid)
+			f := &failure.Error{Class: failure.LockContention, Lock: &failure.Lock{Path: lock}}
+			var notes []string
+			r := &run{Engine: &Engine{Settings: func() (Settings, error) { return tc.s, nil },
+				Note: func(kind, msg string) { notes = append(notes, kind+": "+msg) }}}
+			r.judgeLock(f)
+			if f.Class != tc.class || testutil.Exists(lock) == tc.removed || testutil.Exists(pidFile) == tc.removed || (len(notes) == 1) != tc.removed {
+				t.Fatalf("class %s, lock kept %v, pid file kept %v, notes %q; want %s, removed %v", f.Class, testutil.Exists(lock), testutil.Exists(pidFile), notes, tc.class, tc.removed)
+			}
+			if tc.removed {
+				if want := "stale-lock-removed: removed stale lock '" + lock + "' and '" + pidFile + "'"; !strings.HasPrefix(notes[0], want) {
+					t.Errorf("note %q, want it to start %q", notes[0], want)
+				}
+				return
+			}
+			if !strings.Contains(f.Advice, tc.advice) || !strings.Contains(f.Advice, fmt.Sprintf("holder pid %d", pid)) || !f.Lock.HolderUnseen {
+				t.Errorf("advice %q (unseen %v): want the holder pid and %q", f.Advice, f.Lock.HolderUnseen, tc.advice)
+			}
+		})
+	}
+	lock, _ := testutil.AgedLock(t, t.TempDir(), time.Hour, 0)
+	f := &failure.Error{Class: failure.LockContention, Lock: &failure.Lock{Path: lock, Remote: true}}
+	r := &run{Engine: &Engine{Settings: func() (Settings, error) { return Settings{StaleAfter: time.Minute, BreakStaleLocks: true}, nil }}}
+	if r.judgeLock(f); f.Class != failure.LockContention || !testutil.Exists(lock) || f.Lock.Age != 0 {
+		t.Errorf("a remote lock was judged: %+v", f.Lock)
+	}
+}
