@@ -35,7 +35,7 @@ import (
 // Input with transaction verbs (start, prepare, commit, abort) goes through the
 // --stdin session instead, whose retries replay whole transactions.
 func (r *run) batchUpdates(ctx context.Context, args Args) (Result, error) {
-	input := NewSpool(r.SpoolMemory, r.SpoolDir)
+	input := newSpool(r.SpoolMemory, r.SpoolDir)
 	defer input.Close()
 	if r.stdin != nil {
 		if _, err := io.Copy(input, r.stdin); err != nil {
@@ -57,7 +57,7 @@ func (r *run) batchUpdates(ctx context.Context, args Args) (Result, error) {
 type batch struct {
 	r        *run
 	args     Args
-	input    *Spool
+	input    *spool
 	units    []unit
 	final    []rejection    // rejections that stay, from every attempt
 	contend  []rejection    // the last attempt's rejections for a held lock
@@ -170,7 +170,7 @@ type attemptOutput struct {
 }
 
 // batchAttempt runs git once on the pending units (all of the input when whole).
-func (r *run) batchAttempt(ctx context.Context, args Args, a *engine.Attempt, pending []unit, whole bool, input *Spool) (attemptOutput, error) {
+func (r *run) batchAttempt(ctx context.Context, args Args, a *engine.Attempt, pending []unit, whole bool, input *spool) (attemptOutput, error) {
 	cmd := r.updateRef(ctx, args)
 	cmd.Env = gitexec.WithLockWait(cmd.Env, r.window(a))
 	cmd.Stdin = input.ReaderFrom(0)
@@ -194,8 +194,8 @@ func (r *run) batchAttempt(ctx context.Context, args Args, a *engine.Attempt, pe
 	return attemptOutput{started: true, code: code, stdout: out.Bytes(), stderr: errOut.Bytes()}, nil
 }
 
-// readerAt reads a Spool at an offset.
-type readerAt struct{ s *Spool }
+// readerAt reads a spool at an offset.
+type readerAt struct{ s *spool }
 
 func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
 	return io.ReadFull(r.s.ReaderFrom(off), p)
@@ -211,7 +211,7 @@ type unit struct {
 // splitUnits frames the input as git does and cuts it into units, counting its
 // updates in t. interactive is true when it holds transaction verbs.
 func splitUnits(input io.Reader, nul bool, t *tally) (units []unit, interactive bool) {
-	rd := NewReader(input, nul)
+	rd := newReader(input, nul)
 	var off, start int64
 	var buf []byte
 	for {
@@ -219,7 +219,7 @@ func splitUnits(input io.Reader, nul bool, t *tally) (units []unit, interactive 
 		buf = cmd
 		if len(cmd) > 0 {
 			t.add(cmd, nul)
-			if ctl != NotControl {
+			if ctl != notControl {
 				interactive = true
 			}
 			verb, rest, _ := strings.Cut(string(cmd), " ")

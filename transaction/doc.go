@@ -13,7 +13,7 @@
 //     grace ([Settings]). A missing pid alone, git's "no longer running" advice
 //     included, is lock contention: a holder in another pid namespace (another
 //     container sharing the repository) looks just the same.
-//   - --stdin input is read once into a [Spool] (memory, then an unlinked temporary
+//   - --stdin input is read once into a [spool] (memory, then an unlinked temporary
 //     file) and replayed whole on each attempt. With start/prepare/commit/abort, the
 //     caller's stream is proxied: a lock failure is retried by replaying the
 //     transaction in a fresh git, and the caller sees each "<verb>: ok" once, in order.

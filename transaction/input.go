@@ -8,15 +8,15 @@ import (
 	"strings"
 )
 
-// Control is the kind of a transaction-control command in update-ref's input.
-type Control int
+// control is the kind of a transaction-control command in update-ref's input.
+type control int
 
 const (
-	NotControl Control = iota // update, create, delete, verify, symref-*, option, or unknown
-	Start
-	Prepare
-	Commit
-	Abort
+	notControl control = iota // update, create, delete, verify, symref-*, option, or unknown
+	ctlStart
+	ctlPrepare
+	ctlCommit
+	ctlAbort
 )
 
 // commandArgs is update-ref's command table: the name of each command and how many
@@ -31,23 +31,23 @@ var commandArgs = []struct {
 	{"start", 0}, {"prepare", 0}, {"abort", 0}, {"commit", 0},
 }
 
-// Reader splits update-ref --stdin input into commands exactly as git frames them,
+// reader splits update-ref --stdin input into commands exactly as git frames them,
 // without interpreting their arguments: each command comes back as the raw bytes git
 // will read for it, terminators included. Bytes git would reject are returned as they
 // are, and git reports the error.
-type Reader struct {
+type reader struct {
 	r   *bufio.Reader
 	nul bool
 }
 
-// NewReader reads commands from r; nul selects -z framing.
-func NewReader(r io.Reader, nul bool) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 64<<10), nul: nul}
+// newReader reads commands from r; nul selects -z framing.
+func newReader(r io.Reader, nul bool) *reader {
+	return &reader{r: bufio.NewReaderSize(r, 64<<10), nul: nul}
 }
 
 // Next appends the next command to buf and returns it with its kind. At the end of the
 // input it returns io.EOF, together with any final unterminated bytes.
-func (r *Reader) Next(buf []byte) ([]byte, Control, error) {
+func (r *reader) Next(buf []byte) ([]byte, control, error) {
 	term := byte('\n')
 	if r.nul {
 		term = 0
@@ -55,7 +55,7 @@ func (r *Reader) Next(buf []byte) ([]byte, Control, error) {
 	start := len(buf)
 	buf, err := r.field(buf, term)
 	if err != nil {
-		return buf, NotControl, err
+		return buf, notControl, err
 	}
 	first := buf[start:]
 	args, ctl := identify(first, term)
@@ -69,10 +69,10 @@ func (r *Reader) Next(buf []byte) ([]byte, Control, error) {
 
 // Buffered is how many bytes of input have been read ahead and not yet returned: when
 // it is 0, the next call to Next may block waiting for the caller.
-func (r *Reader) Buffered() int { return r.r.Buffered() }
+func (r *reader) Buffered() int { return r.r.Buffered() }
 
 // field appends bytes up to and including the next term.
-func (r *Reader) field(buf []byte, term byte) ([]byte, error) {
+func (r *reader) field(buf []byte, term byte) ([]byte, error) {
 	for {
 		chunk, err := r.r.ReadSlice(term)
 		buf = append(buf, chunk...)
@@ -86,7 +86,7 @@ func (r *Reader) field(buf []byte, term byte) ([]byte, error) {
 // identify matches the first field of a command against the command table the way
 // update-ref does: by prefix, followed by SP for commands with arguments and by the
 // terminator for those without.
-func identify(first []byte, term byte) (args int, ctl Control) {
+func identify(first []byte, term byte) (args int, ctl control) {
 	for _, c := range commandArgs {
 		if !bytes.HasPrefix(first, []byte(c.name)) || len(first) <= len(c.name) {
 			continue
@@ -100,17 +100,17 @@ func identify(first []byte, term byte) (args int, ctl Control) {
 		}
 		switch c.name {
 		case "start":
-			ctl = Start
+			ctl = ctlStart
 		case "prepare":
-			ctl = Prepare
+			ctl = ctlPrepare
 		case "commit":
-			ctl = Commit
+			ctl = ctlCommit
 		case "abort":
-			ctl = Abort
+			ctl = ctlAbort
 		}
 		return c.args, ctl
 	}
-	return 0, NotControl
+	return 0, notControl
 }
 
 // tally counts the ref updates of --stdin input as it is framed (update, create,

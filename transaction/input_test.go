@@ -15,27 +15,27 @@ func TestReaderFraming(t *testing.T) {
 		nul   bool
 		input string
 		want  []string
-		ctl   []Control
+		ctl   []control
 	}{
 		{"text", false, "start\nupdate refs/heads/a 1 2\nprepare\ncommit\n",
 			[]string{"start\n", "update refs/heads/a 1 2\n", "prepare\n", "commit\n"},
-			[]Control{Start, NotControl, Prepare, Commit}},
-		{"text no final newline", false, "abort\nupdate x", []string{"abort\n", "update x"}, []Control{Abort, NotControl}},
-		{"commit with extra text is not a commit", false, "commit now\n", []string{"commit now\n"}, []Control{NotControl}},
+			[]control{ctlStart, notControl, ctlPrepare, ctlCommit}},
+		{"text no final newline", false, "abort\nupdate x", []string{"abort\n", "update x"}, []control{ctlAbort, notControl}},
+		{"commit with extra text is not a commit", false, "commit now\n", []string{"commit now\n"}, []control{notControl}},
 		{"z update takes three fields", true, "update refs/heads/a\x00new\x00old\x00commit\x00",
-			[]string{"update refs/heads/a\x00new\x00old\x00", "commit\x00"}, []Control{NotControl, Commit}},
-		{"z create takes two", true, "create r\x00new\x00start\x00", []string{"create r\x00new\x00", "start\x00"}, []Control{NotControl, Start}},
+			[]string{"update refs/heads/a\x00new\x00old\x00", "commit\x00"}, []control{notControl, ctlCommit}},
+		{"z create takes two", true, "create r\x00new\x00start\x00", []string{"create r\x00new\x00", "start\x00"}, []control{notControl, ctlStart}},
 		{"z symref-update takes four", true, "symref-update r\x00t\x00oid\x00o\x00abort\x00",
-			[]string{"symref-update r\x00t\x00oid\x00o\x00", "abort\x00"}, []Control{NotControl, Abort}},
-		{"z option takes one", true, "option no-deref\x00prepare\x00", []string{"option no-deref\x00", "prepare\x00"}, []Control{NotControl, Prepare}},
-		{"z a newline is data", true, "start\n\x00", []string{"start\n\x00"}, []Control{NotControl}},
+			[]string{"symref-update r\x00t\x00oid\x00o\x00", "abort\x00"}, []control{notControl, ctlAbort}},
+		{"z option takes one", true, "option no-deref\x00prepare\x00", []string{"option no-deref\x00", "prepare\x00"}, []control{notControl, ctlPrepare}},
+		{"z a newline is data", true, "start\n\x00", []string{"start\n\x00"}, []control{notControl}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rd := NewReader(strings.NewReader(tc.input), tc.nul)
+			rd := newReader(strings.NewReader(tc.input), tc.nul)
 			var got []string
-			var ctl []Control
+			var ctl []control
 			for {
 				b, c, err := rd.Next(nil)
 				if len(b) > 0 {
@@ -68,7 +68,7 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte("symref-update r\x00t\x00"), true)
 	f.Add([]byte("\n\n\x00 start"), false)
 	f.Fuzz(func(t *testing.T, in []byte, nul bool) {
-		rd := NewReader(bytes.NewReader(in), nul)
+		rd := newReader(bytes.NewReader(in), nul)
 		var out []byte
 		for i := 0; ; i++ {
 			b, _, err := rd.Next(nil)
@@ -88,7 +88,7 @@ func FuzzReader(f *testing.F) {
 
 func TestSpoolSpills(t *testing.T) {
 	t.Parallel()
-	s := NewSpool(8, t.TempDir())
+	s := newSpool(8, t.TempDir())
 	defer s.Close()
 	for _, p := range []string{"abc", "defgh", "ijklmnop"} {
 		if _, err := s.Write([]byte(p)); err != nil {

@@ -198,13 +198,13 @@ func (r *run) beforeWait() {
 	}
 }
 
-// FirstLockWait is how long git itself waits for a lock in the first attempt. Each
+// firstLockWait is how long git itself waits for a lock in the first attempt. Each
 // later attempt doubles it, always bounded by what is left of the retry budget.
-const FirstLockWait = gitexec.FirstLockWait
+const firstLockWait = gitexec.FirstLockWait
 
 // retryCommand is updateRef with git's own lock waits (reftable.lockTimeout,
 // core.filesRefLockTimeout, core.packedRefsTimeout) set to the attempt's window:
-// FirstLockWait × 2^(attempt-1), bounded by the remaining budget. Waiting inside git
+// firstLockWait × 2^(attempt-1), bounded by the remaining budget. Waiting inside git
 // polls the lock far more cheaply than a new process per attempt (docs/defaults.md has
 // the measurements); between windows refretry backs off with jitter and checks whether
 // the lock has gone stale. The settings travel in GIT_CONFIG_COUNT, so the arguments,
@@ -215,14 +215,14 @@ func (r *run) retryCommand(ctx context.Context, args Args, a *engine.Attempt) *e
 	return cmd
 }
 
-// window is how long an attempt may wait for a lock inside git: FirstLockWait ×
+// window is how long an attempt may wait for a lock inside git: firstLockWait ×
 // 2^(attempt-1), bounded by what is left of the retry budget; nothing when the lock is
 // already known to be stale.
 func (r *run) window(a *engine.Attempt) time.Duration {
 	if r.lockStale {
 		return 0
 	}
-	wait := FirstLockWait << min(a.N-1, 20)
+	wait := firstLockWait << min(a.N-1, 20)
 	if a.N > 1 {
 		wait = min(wait, a.Left())
 	}
@@ -364,14 +364,14 @@ type singleCmd struct {
 	r           *run
 	stdin       *os.File
 	gitArgs     []string
-	out, errOut *Spool
+	out, errOut *spool
 	code        int
 }
 
 func (c *singleCmd) Attempt(ctx context.Context, a *engine.Attempt) error {
 	r := c.r
 	closeSpools(c.out, c.errOut)
-	c.out, c.errOut = NewSpool(r.SpoolMemory, r.SpoolDir), NewSpool(r.SpoolMemory, r.SpoolDir)
+	c.out, c.errOut = newSpool(r.SpoolMemory, r.SpoolDir), newSpool(r.SpoolMemory, r.SpoolDir)
 	leave := r.enterLine(ctx, a, true)
 	defer leave()
 	var err error
@@ -404,7 +404,7 @@ func (c *singleCmd) Final(err error) (int, error) {
 	return c.code, err
 }
 
-func closeSpools(ss ...*Spool) {
+func closeSpools(ss ...*spool) {
 	for _, s := range ss {
 		if s != nil {
 			s.Close()

@@ -31,7 +31,7 @@ type session struct {
 	// to git, so that a git blocked on a full stdout pipe cannot deadlock with a
 	// writer blocked on its stdin.
 	wmu sync.Mutex
-	log *Spool
+	log *spool
 	eof bool // the caller's input has ended
 	// file is the caller's input when it is a regular file, read by git itself
 	// from fileStart on: nothing is copied, and a retry starts git at the offset
@@ -45,7 +45,7 @@ type session struct {
 	base      int64   // log offset where the current segment starts
 	bounds    []int64 // log offsets just past each sent commit/abort not yet answered
 	delivered int     // stdout lines given to the caller in the current segment
-	errOut    *Spool  // stderr of the running git not yet given to the caller
+	errOut    *spool  // stderr of the running git not yet given to the caller
 	acks      int     // durable points reached
 	outErr    error   // writing to the caller failed
 
@@ -55,7 +55,7 @@ type session struct {
 }
 
 func (r *run) session(ctx context.Context, args Args) (Result, error) {
-	s := &session{r: r, args: args, log: NewSpool(r.SpoolMemory, r.SpoolDir)}
+	s := &session{r: r, args: args, log: newSpool(r.SpoolMemory, r.SpoolDir)}
 	defer s.log.Close()
 	if r.CountRefs {
 		s.tally = &tally{}
@@ -121,7 +121,7 @@ func (s *session) Final(err error) (int, error) {
 
 // tallyFile counts the updates of a regular file's input, which git read itself.
 func (s *session) tallyFile() {
-	rd := NewReader(io.NewSectionReader(s.file, s.fileStart, 1<<62), s.args.NUL)
+	rd := newReader(io.NewSectionReader(s.file, s.fileStart, 1<<62), s.args.NUL)
 	var buf []byte
 	for {
 		cmd, _, err := rd.Next(buf[:0])
@@ -155,12 +155,12 @@ func (s *session) ackCount() int {
 // git sees the held bytes as soon as the caller sends anything more, ends its input,
 // or sends a control command; a caller that waits for an answer sends one of those.
 func (s *session) readInput(ctx context.Context) {
-	rd := NewReader(s.r.stdin, s.args.NUL)
+	rd := newReader(s.r.stdin, s.args.NUL)
 	pend := make([]byte, 0, inputChunk)
 	send := 0 // how much of pend may go to git now; the rest is held back
 	for {
 		var (
-			ctl Control
+			ctl control
 			err error
 		)
 		start := len(pend)
@@ -170,7 +170,7 @@ func (s *session) readInput(ctx context.Context) {
 			s.tally.add(pend[start:], s.args.NUL)
 			s.wmu.Unlock()
 		}
-		if err == nil && ctl == NotControl {
+		if err == nil && ctl == notControl {
 			send = releasable(pend, start, send, s.args.NUL)
 		} else {
 			send = len(pend)
@@ -178,7 +178,7 @@ func (s *session) readInput(ctx context.Context) {
 		if len(pend)-send > maxHeld {
 			send = len(pend) // a run of one-field -z commands: give up holding
 		}
-		if err == nil && ctl == NotControl && len(pend) < inputChunk && rd.Buffered() > 0 {
+		if err == nil && ctl == notControl && len(pend) < inputChunk && rd.Buffered() > 0 {
 			continue
 		}
 		s.wmu.Lock()
@@ -186,7 +186,7 @@ func (s *session) readInput(ctx context.Context) {
 			if _, werr := s.log.Write(pend[:send]); werr != nil && s.inErr == nil {
 				s.inErr = werr
 			}
-			if ctl == Commit || ctl == Abort {
+			if ctl == ctlCommit || ctl == ctlAbort {
 				end := s.log.Len()
 				s.mu.Lock()
 				s.bounds = append(s.bounds, end)
@@ -275,7 +275,7 @@ func (s *session) attempt(ctx context.Context, a *engine.Attempt) (int, error) {
 	if s.errOut != nil {
 		s.errOut.Close()
 	}
-	s.errOut = NewSpool(s.r.SpoolMemory, s.r.SpoolDir)
+	s.errOut = newSpool(s.r.SpoolMemory, s.r.SpoolDir)
 	skip := s.delivered
 	s.mu.Unlock()
 
@@ -322,7 +322,7 @@ func (s *session) attemptFile(ctx context.Context, a *engine.Attempt) (int, erro
 	if s.errOut != nil {
 		s.errOut.Close()
 	}
-	s.errOut = NewSpool(s.r.SpoolMemory, s.r.SpoolDir)
+	s.errOut = newSpool(s.r.SpoolMemory, s.r.SpoolDir)
 	out := &lineRelay{s: s, skip: s.delivered}
 	s.mu.Unlock()
 	r := s.r
@@ -370,7 +370,7 @@ func (s *session) replayFrom() error {
 	s.mu.Unlock()
 	off := s.fileStart
 	if acks > 0 {
-		rd := NewReader(io.NewSectionReader(s.file, s.fileStart, 1<<62), s.args.NUL)
+		rd := newReader(io.NewSectionReader(s.file, s.fileStart, 1<<62), s.args.NUL)
 		var buf []byte
 		for seen := 0; seen < acks; {
 			cmd, ctl, err := rd.Next(buf[:0])
@@ -379,7 +379,7 @@ func (s *session) replayFrom() error {
 			if err != nil {
 				break
 			}
-			if ctl == Commit || ctl == Abort {
+			if ctl == ctlCommit || ctl == ctlAbort {
 				seen++
 			}
 		}
@@ -469,7 +469,7 @@ func (s *session) durable() {
 	s.acks++
 	_, _ = s.errOut.WriteTo(s.r.stderr)
 	s.errOut.Close()
-	s.errOut = NewSpool(s.r.SpoolMemory, s.r.SpoolDir)
+	s.errOut = newSpool(s.r.SpoolMemory, s.r.SpoolDir)
 }
 
 func (s *session) collectStderr(errOut io.Reader) {

@@ -6,14 +6,14 @@ import (
 	"os"
 )
 
-// DefaultSpoolMemory is how many bytes a [Spool] keeps in memory before it moves its
+// defaultSpoolMemory is how many bytes a [spool] keeps in memory before it moves its
 // contents to a temporary file.
-const DefaultSpoolMemory = 4 << 20
+const defaultSpoolMemory = 4 << 20
 
-// Spool holds bytes written once and read back any number of times: in memory while
+// spool holds bytes written once and read back any number of times: in memory while
 // small, in an unlinked-on-Close temporary file beyond its memory limit, so that a
 // million-update batch does not cost its size in RAM.
-type Spool struct {
+type spool struct {
 	limit int
 	dir   string
 	mem   []byte
@@ -21,17 +21,17 @@ type Spool struct {
 	size  int64
 }
 
-// NewSpool returns a spool that keeps up to limit bytes in memory (DefaultSpoolMemory
+// newSpool returns a spool that keeps up to limit bytes in memory (defaultSpoolMemory
 // when limit <= 0) and spills to a file in dir (os.TempDir() when empty).
-func NewSpool(limit int, dir string) *Spool {
+func newSpool(limit int, dir string) *spool {
 	if limit <= 0 {
-		limit = DefaultSpoolMemory
+		limit = defaultSpoolMemory
 	}
-	return &Spool{limit: limit, dir: dir}
+	return &spool{limit: limit, dir: dir}
 }
 
 // Write appends p.
-func (s *Spool) Write(p []byte) (int, error) {
+func (s *spool) Write(p []byte) (int, error) {
 	if s.file == nil && len(s.mem)+len(p) > s.limit {
 		f, err := os.CreateTemp(s.dir, "refretry-spool-*")
 		if err != nil {
@@ -60,13 +60,13 @@ func (s *Spool) Write(p []byte) (int, error) {
 }
 
 // Len is the number of bytes written so far.
-func (s *Spool) Len() int64 { return s.size }
+func (s *spool) Len() int64 { return s.size }
 
 // Spilled reports whether the contents live in a file.
-func (s *Spool) Spilled() bool { return s.file != nil }
+func (s *spool) Spilled() bool { return s.file != nil }
 
 // ReaderFrom returns a reader of the bytes from off to the current end.
-func (s *Spool) ReaderFrom(off int64) io.Reader {
+func (s *spool) ReaderFrom(off int64) io.Reader {
 	if off > s.size {
 		off = s.size
 	}
@@ -77,12 +77,12 @@ func (s *Spool) ReaderFrom(off int64) io.Reader {
 }
 
 // WriteTo copies the whole contents to w.
-func (s *Spool) WriteTo(w io.Writer) (int64, error) {
+func (s *spool) WriteTo(w io.Writer) (int64, error) {
 	return io.Copy(w, s.ReaderFrom(0))
 }
 
 // Tail returns up to n bytes from the end of the contents.
-func (s *Spool) Tail(n int) []byte {
+func (s *spool) Tail(n int) []byte {
 	off := s.size - int64(n)
 	if off < 0 {
 		off = 0
@@ -92,7 +92,7 @@ func (s *Spool) Tail(n int) []byte {
 }
 
 // Close releases the temporary file, if any.
-func (s *Spool) Close() error {
+func (s *spool) Close() error {
 	if s.file == nil {
 		return nil
 	}
