@@ -1,4 +1,4 @@
-# make soak: the model-checked soak (internal/soak) against git 2.55 (reftable and
+# make soak: the model-checked soak (internal/harness/soak) against git 2.55 (reftable and
 # files) and the system git 2.39 (files). It stops by itself after SOAK_SECONDS or
 # SOAK_ROUNDS rounds, whichever comes first. SOAK_SEED replays a run (0: a new seed);
 # the output says how to replay a single failing round. SOAK_FLAGS adds soak flags,
@@ -15,5 +15,5 @@ soak:
 	bin=$$(mktemp -d) || exit 1; \
 	trap 'rm -rf "$$bin"' EXIT; \
 	CGO_ENABLED=0 go build -o "$$bin/refretry" . && \
-	go run ./internal/soak -seconds $(SOAK_SECONDS) -rounds $(SOAK_ROUNDS) -seed $(SOAK_SEED) \
+	go run ./internal/harness/soak -seconds $(SOAK_SECONDS) -rounds $(SOAK_ROUNDS) -seed $(SOAK_SEED) \
 		-git "$$git55" -old-git $(OLD_GIT) -refretry "$$bin/refretry" $(SOAK_FLAGS)

@@ -18,8 +18,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/refretry/refretry/internal/releasetest"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/releasetest"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // actionFile is the part of action.yml a composite action's runner reads.

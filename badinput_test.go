@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/text"
+	"github.com/refretry/refretry/internal/platform"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 type badInput struct {
@@ -125,7 +125,7 @@ func TestBadInput(t *testing.T) {
 			dir := t.TempDir()
 			count := filepath.Join(dir, "update-ref-runs")
 			counted.Git.Path = filepath.Join(dir, "git")
-			script := fmt.Sprintf("#!/bin/sh\n[ \"$1\" = update-ref ] && echo run >> %s\nexec %s \"$@\"\n", text.ShellQuote(count), text.ShellQuote(bc.git.Path))
+			script := fmt.Sprintf("#!/bin/sh\n[ \"$1\" = update-ref ] && echo run >> %s\nexec %s \"$@\"\n", platform.ShellQuote(count), platform.ShellQuote(bc.git.Path))
 			if err := os.WriteFile(counted.Git.Path, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}

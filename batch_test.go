@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // TestBatchUpdatesLockHeld: with --batch-updates, plain git turns a ref lock held by

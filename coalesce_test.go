@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/group"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/internal/platform"
-	"github.com/refretry/refretry/internal/testutil"
 )
 
 // Tests of group commit (internal/group, docs/coalescing.md) against real git, with

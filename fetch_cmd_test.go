@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // fetchSetup is a clone whose remote's main and side have both moved since it was

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/refretry/refretry/internal/hermetic"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // killingGit is a git for refretry that runs the real one but SIGKILLs refretry at one

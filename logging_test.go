@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // logEnv is the repository's environment without any CI or log setting the test

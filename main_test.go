@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // binary is the refretry executable built once for the tests that need processes.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/gitserver"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/gitserver"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // pushSetup is a client repository with a bare origin served by the same git, and
@@ -351,7 +351,7 @@ func TestPushAtomicUnsupported(t *testing.T) {
 }
 
 // TestPushForgeRuleCLI: a push GitHub's repository rules refuse (GH013, transcribed,
-// answered by internal/gitserver's refusal) ends after one attempt with git's own
+// answered by internal/harness/gitserver's refusal) ends after one attempt with git's own
 // output, exit 1, and one refretry line that states the rule; in JSON logs the rule is
 // the summary's advice.
 func TestPushForgeRuleCLI(t *testing.T) {

@@ -25,9 +25,8 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/platform"
-	"github.com/refretry/refretry/internal/text"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // childPIDs lists pid's children, from every thread's children file.
@@ -1029,7 +1028,7 @@ func TestReliabilityFullDisk(t *testing.T) {
 			t.Parallel()
 			r := testutil.NewRepo(t, bc.git, bc.backend)
 			wrapper := filepath.Join(t.TempDir(), "git-full-disk")
-			script := fmt.Sprintf("#!/bin/sh\ntrap '' XFSZ\nulimit -f 0\nexec %s \"$@\"\n", text.ShellQuote(bc.git.Path))
+			script := fmt.Sprintf("#!/bin/sh\ntrap '' XFSZ\nulimit -f 0\nexec %s \"$@\"\n", platform.ShellQuote(bc.git.Path))
 			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}

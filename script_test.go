@@ -15,14 +15,14 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/refretry/refretry/internal/capture"
+	"github.com/refretry/refretry/internal/harness/capture"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/internal/platform"
-	"github.com/refretry/refretry/internal/testutil"
 )
 
 // TestScript runs the end-to-end scripts in testdata/script against real git: 2.55
 // with each ref backend and the system git 2.39 with files. A fake git first on PATH
-// (internal/fakegit) replays failures captured from the same git version and backend
+// (internal/harness/fakegit) replays failures captured from the same git version and backend
 // (testdata/stderr) a chosen number of times before handing over to the real one.
 //
 // Commands the scripts have, besides testscript's own:
@@ -48,7 +48,7 @@ import (
 func TestScript(t *testing.T) {
 	t.Parallel()
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "git"), "./internal/fakegit")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "git"), "./internal/harness/fakegit")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the fake git: %v\n%s", err, out)

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/internal/shim"
-	"github.com/refretry/refretry/internal/testutil"
 )
 
 // shimSetup installs the built refretry as git in a directory of its own and returns
@@ -165,7 +165,7 @@ func TestShimRetries(t *testing.T) {
 	g := testutil.NewGit(t)
 	r := testutil.NewRepo(t, g, "files")
 	fakeDir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(fakeDir, "git"), "./internal/fakegit")
+	build := exec.Command("go", "build", "-o", filepath.Join(fakeDir, "git"), "./internal/harness/fakegit")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the fake git: %v\n%s", err, out)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/refretry/refretry/internal/gitserver"
+	"github.com/refretry/refretry/internal/harness/gitserver"
 )
 
 // fetchVariant is what each of the N concurrent processes runs.

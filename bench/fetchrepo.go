@@ -13,7 +13,7 @@ import (
 // remote-tracking refs.
 const fetchBranches = 20
 
-// fastImportCommitter is the hermetic identity and date (internal/hermetic),
+// fastImportCommitter is the hermetic identity and date (internal/harness/hermetic),
 // so the fixture's commit ids are the same in every run.
 const fastImportCommitter = "C O Mitter <committer@example.com> 1700000000 +0000"
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/refretry/refretry/internal/gitea"
-	"github.com/refretry/refretry/internal/gitserver"
+	"github.com/refretry/refretry/internal/harness/gitea"
+	"github.com/refretry/refretry/internal/harness/gitserver"
 )
 
 // matrixServer is one kind of server the matrix jobs push to.
@@ -70,7 +70,7 @@ func startHTTPServer(r *runner, cfg config, dir string) (*matrixServer, string, 
 	}
 	return &matrixServer{
 		name:  "http",
-		label: "smart HTTP: `git http-backend` of the git under test behind a loopback server in the bench process (`internal/gitserver`), files backend",
+		label: "smart HTTP: `git http-backend` of the git under test behind a loopback server in the bench process (`internal/harness/gitserver`), files backend",
 		newRepo: func(name, seed string) (matrixRemote, error) {
 			bare := filepath.Join(dir, name+".git")
 			rem := matrixRemote{url: srv.URL(name + ".git"), gitDir: bare, remove: func() error { return os.RemoveAll(bare) }}
@@ -109,7 +109,7 @@ func startGiteaServer(r *runner, cfg config) (*matrixServer, string, error) {
 	pids := childPIDs("gitea")
 	return &matrixServer{
 		name: "gitea",
-		label: fmt.Sprintf("Gitea %s (SQLite, files backend, server git = the git under test) behind a counting proxy in the bench process (`internal/gitea`)",
+		label: fmt.Sprintf("Gitea %s (SQLite, files backend, server git = the git under test) behind a counting proxy in the bench process (`internal/harness/gitea`)",
 			version),
 		newRepo: func(name, seed string) (matrixRemote, error) {
 			rem := matrixRemote{url: inst.URL(name), gitDir: inst.RepoPath(name), remove: func() error {

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/harness/hermetic"
 )
 
 // gateEnv marks a child that is this program acting as a start gate: it
@@ -71,7 +71,7 @@ func newRunner(ctx context.Context, cfg config, root string) (*runner, error) {
 	}, nil
 }
 
-// childEnv is the hermetic environment (internal/hermetic) with refretry pointed at
+// childEnv is the hermetic environment (internal/harness/hermetic) with refretry pointed at
 // the git under test.
 func childEnv(base []string, home, git string) []string {
 	return append(hermetic.Env(base, home), "REFRETRY_GIT="+git)

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/refretry/refretry/internal/capture"
+	"github.com/refretry/refretry/internal/harness/capture"
 )
 
 // TestClassifyFixtures checks Classify against `git fetch` failures captured from real

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/fetch"
-	"github.com/refretry/refretry/internal/gitserver"
-	"github.com/refretry/refretry/internal/hermetic"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/gitserver"
+	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/transaction"
 )

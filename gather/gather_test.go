@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/gather"
-	"github.com/refretry/refretry/internal/hermetic"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/transaction"
 )

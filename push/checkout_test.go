@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
 )

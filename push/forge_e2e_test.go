@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/gitserver"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/gitserver"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/push"
 )
 

@@ -9,7 +9,7 @@ import (
 // Transcribed, not captured: what GitHub and GitLab print when a push loses a race or
 // meets a rule, as users reported it in public issue threads (../shared/docs/forges.md
 // §1 names them; the thread is given with each case). These forges cannot run here; the
-// same answers are produced end to end by internal/gitserver's front ends. Gitea's were
+// same answers are produced end to end by internal/harness/gitserver's front ends. Gitea's were
 // captured from a real Gitea 1.26 (forges.md §4) and are also tested against one.
 const (
 	oidX  = "58c1cf2b6e0d5a4b3c2d1e0f9a8b7c6d5e4f3a2b"

@@ -11,14 +11,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/refretry/refretry/internal/gitea"
-	"github.com/refretry/refretry/internal/hermetic"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/gitea"
+	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
 )
 
-// A real forge: Gitea 1.26 (internal/gitea), whose hooks and policies stand between
+// A real forge: Gitea 1.26 (internal/harness/gitea), whose hooks and policies stand between
 // the client and git's receive-pack, run once for the tests below. They skip with one
 // line when no Gitea binary was built (scripts/gitea.sh build; CI builds it).
 

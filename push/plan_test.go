@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 func TestPlanFromArgs(t *testing.T) {

@@ -7,7 +7,7 @@
 #   e.g. scripts/capture-fetch-fixtures.sh "$(scripts/get-git.sh)" /usr/bin/git testdata/fetch
 #
 # Run it from anywhere inside the repository: it builds the project's smart-HTTP test
-# server (internal/gitserver/cmd/gitserve) with the caller's Go toolchain first.
+# server (internal/harness/gitserver/cmd/gitserve) with the caller's Go toolchain first.
 #
 # Every fixture is captured from a real run: stdout, stderr and the exit code are written
 # byte for byte. Each case also states the exit code and a fixed string it expects to see;
@@ -80,8 +80,8 @@ cleanup() {
 trap cleanup EXIT
 
 # Built before the environment is scrubbed: go needs the caller's HOME and GOPATH.
-(cd "$SRC" && go build -o "$ROOT/bin/gitserve" ./internal/gitserver/cmd/gitserve) ||
-	die "cannot build internal/gitserver/cmd/gitserve"
+(cd "$SRC" && go build -o "$ROOT/bin/gitserve" ./internal/harness/gitserver/cmd/gitserve) ||
+	die "cannot build internal/harness/gitserver/cmd/gitserve"
 SERVE=$ROOT/bin/gitserve
 
 # ---------------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ hook_prepared() {
 	chmod +x "$CLONE/.git/hooks/reference-transaction"
 }
 
-# HTTP server (internal/gitserver) serving $ROOT, with the git under test's http-backend.
+# HTTP server (internal/harness/gitserver) serving $ROOT, with the git under test's http-backend.
 start_server() {
 	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
 		die "port $PORT is in use: the HTTP fixtures need it for stable URLs"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gitea.sh: provide a Gitea v1.26.0 binary (with SQLite, templates and options embedded)
-# in a cache directory outside the repository, for internal/gitea's tests and the
+# in a cache directory outside the repository, for internal/harness/gitea's tests and the
 # benchmarks (docs: /work/shared/docs/forges.md section 4).
 #
 #   scripts/gitea.sh build   print the path of the cached binary on stdout, building it

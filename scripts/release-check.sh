@@ -12,7 +12,7 @@
 #      throwaway clone of HEAD with two throwaway tags, goreleaser release without
 #      publishing (linux/amd64 only); its changelog lists HEAD's commit, its binary
 #      says the tag.
-#   5. internal/releasetest and the root's TestActionRelease with REFRETRY_RELEASE_DIST
+#   5. internal/harness/releasetest and the root's TestActionRelease with REFRETRY_RELEASE_DIST
 #      set: the archives against checksums.txt; static, stripped binaries; `refretry
 #      version` of a stamped, a go install and a plain go build;
 #      scripts/action-install.sh and the whole Action against a local HTTP server
@@ -103,7 +103,7 @@ echo "changelog: $(grep -c '^\* ' "$work/tagged/CHANGELOG.md") commits since v0.
 "$work"/tagged/refretry_linux_amd64_v1/refretry version | sed -n 1,2p | tee "$work/tagged-version.txt"
 grep -qx "refretry version v0.0.2" "$work/tagged-version.txt" || { echo "the tagged build is not v0.0.2"; exit 1; }
 
-echo "== release: go test ./internal/releasetest and the Action (install script, GitLab component, builds)"
+echo "== release: go test ./internal/harness/releasetest and the Action (install script, GitLab component, builds)"
 export REFRETRY_RELEASE_DIST=$dist REFRETRY_RELEASE_COMMIT=$commit
 run_tests() { # go test's arguments
 	go test -count=1 -v -timeout 20m "$@" >"$work/test.log" 2>&1 ||
@@ -111,5 +111,5 @@ run_tests() { # go test's arguments
 	grep -E '^\s*(--- (PASS|FAIL|SKIP)|.*timing:)' "$work/test.log" | sed 's/^ *//'
 	tail -n 1 "$work/test.log"
 }
-run_tests ./internal/releasetest
+run_tests ./internal/harness/releasetest
 run_tests -run '^TestActionRelease$' .

@@ -22,7 +22,7 @@ REFRETRY_TEST_GIT=$(scripts/get-git.sh)
 export REFRETRY_TEST_GIT
 "$REFRETRY_TEST_GIT" version --build-options | grep -qx 'rust: disabled' ||
 	{ echo "test.sh: $REFRETRY_TEST_GIT was built with Rust; scripts/get-git.sh must build it with NO_RUST"; exit 1; }
-# A real forge, Gitea 1.26, for internal/gitea and push's forge tests (built once per
+# A real forge, Gitea 1.26, for internal/harness/gitea and push's forge tests (built once per
 # machine, about ten minutes cold on two cores, then cached like git).
 REFRETRY_GITEA=$(scripts/gitea.sh build)
 export REFRETRY_GITEA
@@ -69,7 +69,7 @@ for target in FuzzParse FuzzDecodeRequest; do
 	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./internal/group
 done
 echo "== model-checked soak (short)"
-go run ./internal/soak -seconds 150 -git "$REFRETRY_TEST_GIT" -old-git "$(command -v git)" -refretry "$bin/refretry"
+go run ./internal/harness/soak -seconds 150 -git "$REFRETRY_TEST_GIT" -old-git "$(command -v git)" -refretry "$bin/refretry"
 
 echo "== actionlint: the example workflows and a use of action.yml (pinned; the module proxy serves it)"
 go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 examples/github/*.yml

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/refretry/refretry/internal/capture"
+	"github.com/refretry/refretry/internal/harness/capture"
 )
 
 // FuzzClassify checks Classify on any exit code and stderr: the exit code is kept; the

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/harness/hermetic"
 )
 
 type config struct {

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/harness/hermetic"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/refretry/refretry/internal/environ"
+	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/internal/shim"
 )
@@ -67,7 +67,7 @@ func Main(ctx context.Context, argv []string, s Streams, env []string) int {
 func Run(ctx context.Context, args []string, s Streams, env []string) int {
 	// The git shim, if it is on PATH, hands refretry's own git calls straight to the
 	// real git (shim.go).
-	env = environ.Set(env, shim.BypassVar, "1")
+	env = gitexec.Setenv(env, shim.BypassVar, "1")
 	own, cmdWord, rest := splitArgs(args)
 	if cmdWord == "" || cmdWord == "update-ref" {
 		// The plain path: no kong for the shapes fastOptions reads as kong would

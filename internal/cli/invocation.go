@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/refretry/refretry/ci"
-	"github.com/refretry/refretry/internal/environ"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/transaction"
@@ -28,7 +27,7 @@ type invocation struct {
 }
 
 // getenv looks a variable up in the caller's environment.
-func (in *invocation) getenv(key string) string { return environ.Get(in.env, key) }
+func (in *invocation) getenv(key string) string { return gitexec.Getenv(in.env, key) }
 
 // check resolves the command line and the environment, which are known before git
 // runs: a bad value there is a usage error (exit 129).

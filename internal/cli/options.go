@@ -12,7 +12,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/refretry/refretry/ci"
-	"github.com/refretry/refretry/internal/environ"
+	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/transaction"
 )
@@ -157,7 +157,7 @@ func (o option) explicit(opts *Options, env []string) (value, from string) {
 	if o.envVar == "" {
 		return "", ""
 	}
-	if v := environ.Get(env, o.envVar); v != "" {
+	if v := gitexec.Getenv(env, o.envVar); v != "" {
 		return v, o.envVar + "=" + strconv.Quote(v)
 	}
 	return "", ""

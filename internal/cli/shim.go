@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/refretry/refretry/internal/environ"
+	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/internal/shim"
-	"github.com/refretry/refretry/internal/text"
 )
 
 // ShimCmd manages the git shim: refretry installed under the name git, so that tools
@@ -116,7 +116,7 @@ func pathLine(dir string) string {
 	if filepath.ListSeparator == ';' {
 		return "set PATH=" + dir + ";%PATH%"
 	}
-	return "export PATH=" + text.ShellQuote(dir) + `:"$PATH"`
+	return "export PATH=" + platform.ShellQuote(dir) + `:"$PATH"`
 }
 
 // appendLine appends line and a newline to the file at path. The line must not
@@ -149,13 +149,13 @@ func appendLine(path, line string) error {
 // retries need.
 func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self string,
 	execGit func(path string, args, env []string) (int, error)) int {
-	getenv := func(k string) string { return environ.Get(env, k) }
+	getenv := func(k string) string { return gitexec.Getenv(env, k) }
 	found, err := shim.Find(getenv, self)
 	if err != nil {
 		fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)
 		return report.ExitGitMissing
 	}
-	childEnv := environ.Set(env, shim.HandoffVar, found.Handoff)
+	childEnv := gitexec.Setenv(env, shim.HandoffVar, found.Handoff)
 	call, ok := shim.Parse(args)
 	if !ok || !call.UpdateRef() && !call.Fetch() || getenv(shim.BypassVar) != "" {
 		code, err := execGit(found.Path, args, childEnv)
@@ -167,9 +167,9 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 	if call.HasGitDir {
 		// git sets GIT_DIR from --git-dir before anything reads it; refretry's own
 		// look at the repository (where its lock is) must see the same one.
-		childEnv = environ.Set(childEnv, "GIT_DIR", call.GitDir)
+		childEnv = gitexec.Setenv(childEnv, "GIT_DIR", call.GitDir)
 	}
-	childEnv = environ.Set(childEnv, shim.BypassVar, "1")
+	childEnv = gitexec.Setenv(childEnv, shim.BypassVar, "1")
 	in := &invocation{ctx: ctx, opts: &Options{Dirs: call.Dirs, Git: found.Path}, env: childEnv, s: s}
 	if call.Fetch() {
 		return exitCode(s.Stderr, (&FetchCmd{Args: call.Args, GitArgs: call.Options}).Run(in))

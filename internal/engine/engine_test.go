@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/failure"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
 )
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/internal/platform"
-	"github.com/refretry/refretry/internal/testutil"
 )
 
 // These tests run members and leaders in this process, against real git, with the

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/refretry/refretry/internal/environ"
 	"github.com/refretry/refretry/internal/gitexec"
 )
 
@@ -97,10 +96,10 @@ func (s Settings) Attempt(env []string, left time.Duration) []string {
 // they set any of git's 429 settings.
 func userSettings(ctx context.Context, git string, dirs, env []string) (floor, retries bool) {
 	for _, k := range []string{"GIT_HTTP_LOW_SPEED_LIMIT", "GIT_HTTP_LOW_SPEED_TIME"} {
-		floor = floor || environ.Get(env, k) != ""
+		floor = floor || gitexec.Getenv(env, k) != ""
 	}
 	for _, k := range []string{"GIT_HTTP_MAX_RETRIES", "GIT_HTTP_RETRY_AFTER", "GIT_HTTP_MAX_RETRY_TIME"} {
-		retries = retries || environ.Get(env, k) != ""
+		retries = retries || gitexec.Getenv(env, k) != ""
 	}
 	cmd := gitexec.Command(ctx, git, dirs, env, "config", "--name-only", "--get-regexp",
 		`^http\..*(lowspeed(limit|time)|maxretries|retryafter|maxretrytime)$`)

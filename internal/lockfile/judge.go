@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/failure"
-	"github.com/refretry/refretry/internal/text"
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // Look fills in what the file system says now about the lock l names, under rule
@@ -60,9 +60,9 @@ func Advice(l *failure.Lock) string {
 	case l.Stale:
 		msg := "stale lock " + l.Path + facts(l) + ": " + l.StaleReason
 		if l.Path != "" {
-			msg += "; make sure no git process is using this repository, then remove it: rm -f " + text.ShellQuote(l.Path)
+			msg += "; make sure no git process is using this repository, then remove it: rm -f " + platform.ShellQuote(l.Path)
 			if l.PIDFile != "" {
-				msg += " " + text.ShellQuote(l.PIDFile)
+				msg += " " + platform.ShellQuote(l.PIDFile)
 			}
 		}
 		return msg

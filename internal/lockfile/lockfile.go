@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/platform"
-	"github.com/refretry/refretry/internal/text"
 )
 
 // Rule is when a held lock counts as stale. A pid is read in this process's pid
@@ -145,9 +144,9 @@ type Broken struct {
 // String is the one line refretry prints about the removal, without its "refretry: "
 // prefix.
 func (b Broken) String() string {
-	what := "removed stale lock " + text.ShellQuote(b.Lock)
+	what := "removed stale lock " + platform.ShellQuote(b.Lock)
 	if b.PIDFile != "" {
-		what += " and " + text.ShellQuote(b.PIDFile)
+		what += " and " + platform.ShellQuote(b.PIDFile)
 	}
 	facts := []string{"age " + b.Age.Round(time.Second).String()}
 	if b.PID > 0 {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // deadPID is the pid of a process that has exited and been reaped.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 func TestAddTrailer(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // TestDiscoverMatchesGit checks the in-process repository discovery against git's own

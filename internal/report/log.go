@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/platform"
-	"github.com/refretry/refretry/internal/text"
 	"github.com/refretry/refretry/retry"
 )
 
@@ -268,7 +268,8 @@ func attemptRecord(a retry.Attempt) ci.Attempt {
 			}
 		}
 	default:
-		rec.ExitCode, rec.Class, rec.Error = ExitFatal, "other", text.FirstLine(a.Err.Error())
+		firstLine, _, _ := strings.Cut(a.Err.Error(), "\n")
+		rec.ExitCode, rec.Class, rec.Error = ExitFatal, "other", firstLine
 		if _, missing := gitMissing(a.Err); missing {
 			rec.ExitCode = ExitGitMissing
 		}

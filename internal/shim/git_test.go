@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // TestShimParseMatchesGit runs git 2.55 itself on command lines that mix every global

@@ -1,22 +1,22 @@
-package environ
+package gitexec
 
 import (
 	"slices"
 	"testing"
 )
 
-func TestGet(t *testing.T) {
+func TestGetenv(t *testing.T) {
 	env := []string{"A=1", "AB=2", "A=3", "EMPTY=", "NOEQUALS"}
 	for key, want := range map[string]string{"A": "3", "AB": "2", "EMPTY": "", "NOEQUALS": "", "B": ""} {
-		if got := Get(env, key); got != want {
-			t.Errorf("Get(%q) = %q, want %q", key, got, want)
+		if got := Getenv(env, key); got != want {
+			t.Errorf("Getenv(%q) = %q, want %q", key, got, want)
 		}
 	}
 }
 
-func TestSet(t *testing.T) {
+func TestSetenv(t *testing.T) {
 	env := []string{"A=1", "AB=2", "A=3"}
-	got := Set(env, "A", "x")
+	got := Setenv(env, "A", "x")
 	if want := []string{"AB=2", "A=x"}; !slices.Equal(got, want) {
 		t.Errorf("Set = %q, want %q", got, want)
 	}

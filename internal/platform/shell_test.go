@@ -1,17 +1,9 @@
-package text
+package platform
 
 import (
 	"os/exec"
 	"testing"
 )
-
-func TestFirstLine(t *testing.T) {
-	for in, want := range map[string]string{"": "", "a": "a", "a\nb": "a", "\nb": ""} {
-		if got := FirstLine(in); got != want {
-			t.Errorf("FirstLine(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 // TestShellQuote: a shell reads the quoted string back as it was.
 func TestShellQuote(t *testing.T) {

@@ -2,7 +2,7 @@
 // invocations against fresh repositories, each round's final state checked against a
 // model of what the invocations reported.
 //
-//	go run ./internal/soak -seconds 120 -rounds 1000 -git PATH -old-git PATH -refretry PATH
+//	go run ./internal/harness/soak -seconds 120 -rounds 1000 -git PATH -old-git PATH -refretry PATH
 //
 // Round i uses seed+i and configuration i%3 (git 2.55 reftable, git 2.55 files, git
 // 2.39 files). A failing round is reproduced with -seed S -first R -rounds 1, which the
@@ -70,7 +70,7 @@ func main() {
 			for _, v := range res.violations {
 				fmt.Printf("  VIOLATION: %s\n", v)
 			}
-			fmt.Printf("  reproduce: go run ./internal/soak -seed %d -first %d -rounds 1 -ops %d -coalesce=%v -git %s -old-git %s -refretry %s -keep\n",
+			fmt.Printf("  reproduce: go run ./internal/harness/soak -seed %d -first %d -rounds 1 -ops %d -coalesce=%v -git %s -old-git %s -refretry %s -keep\n",
 				*seed, i, *maxOps, *coalesce, *git, *oldGit, *refretry)
 			if res.kept != "" {
 				fmt.Printf("  repository kept in %s\n", res.kept)

@@ -18,7 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/refretry/refretry/internal/gitserver"
+	"github.com/refretry/refretry/internal/harness/gitserver"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

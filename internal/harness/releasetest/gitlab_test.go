@@ -14,7 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 type glInput struct {

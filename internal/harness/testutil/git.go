@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
-	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/harness/hermetic"
 )
 
 // Git is a git binary under test.

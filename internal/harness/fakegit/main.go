@@ -43,7 +43,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/refretry/refretry/internal/capture"
+	"github.com/refretry/refretry/internal/harness/capture"
 )
 
 // captureRepo is where scripts/capture-fixtures.sh made every capture.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/gitserver"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/gitserver"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // combo is a client git pushing to a server git with its ref backend.

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/harness/hermetic"
 )
 
 // testGit is the git of both sides: REFRETRY_TEST_GIT (git 2.55 in CI) or the git on

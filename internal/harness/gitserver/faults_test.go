@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/refretry/refretry/internal/gitserver"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/gitserver"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // TestRefusalsTranscribed: GitHub's and GitLab's policy refusals print their

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/gitserver"
-	"github.com/refretry/refretry/internal/hermetic"
-	"github.com/refretry/refretry/internal/testutil"
+	"github.com/refretry/refretry/internal/harness/gitserver"
+	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // remote is a bare repository, r.git, under a root that a Server serves.

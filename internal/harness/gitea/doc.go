@@ -24,7 +24,7 @@
 //   - Gitea's server side runs the git of Options.Git (its `[git] PATH`, and the
 //     first directory of its PATH). Gitea and everything it starts get the caller's
 //     environment without GIT_*, GITEA_*, REFRETRY_*, a CI's variables, HOME and the
-//     locale (see internal/hermetic), with HOME in the instance's directory.
+//     locale (see internal/harness/hermetic), with HOME in the instance's directory.
 //   - Clients talk to a reverse proxy on a free port of 127.0.0.1 (its listener is
 //     made first and kept, and is Gitea's ROOT_URL), in front of Gitea: URL hands out its clone URLs, with the admin's credentials in them. The
 //     proxy counts the POSTs to git-receive-pack (Pushes: one per push that reached

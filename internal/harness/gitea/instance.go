@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/harness/hermetic"
 )
 
 // Options configures an instance. The zero value runs Binary() with the git on PATH.

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/harness/hermetic"
 )
 
 // roundResult is what one round did and found.

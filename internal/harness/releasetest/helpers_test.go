@@ -9,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refretry/refretry/internal/hermetic"
+	"github.com/refretry/refretry/internal/harness/hermetic"
 )
 
 const module = "github.com/refretry/refretry"
 
 // root is the repository's top directory.
 var root = func() string {
-	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		panic(err)
 	}
