@@ -89,81 +89,118 @@ type Retrier struct {
 // the last transient error, or (when ctx is done between attempts) an *ExhaustedError
 // with ReasonCanceled. op receives the attempt number, starting at 1.
 func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt int) error) (Result, error) {
-	policy := r.Policy
-	resolved := r.Resolve == nil
-	if resolved {
-		if err := policy.Validate(); err != nil {
-			return Result{}, err
-		}
+	l, err := r.newLoop()
+	if err != nil {
+		return Result{}, err
 	}
-	clock := r.Clock
-	if clock == nil {
-		clock = SystemClock{}
-	}
-	random := r.Rand
-	if random == nil {
-		random = rand.Float64
-	}
-	var sched *backoff.ExponentialBackOff
-
-	start := clock.Now()
 	for n := 1; ; n++ {
-		begin := clock.Now()
+		begin := l.clock.Now()
 		err := op(ctx, n)
-		end := clock.Now()
+		end := l.clock.Now()
 		a := Attempt{Number: n, Start: begin, Duration: end.Sub(begin), Err: err}
-		res := Result{Attempts: n, Elapsed: end.Sub(start)}
-		if err == nil {
-			a.Final = true
-			r.report(a)
-			return res, nil
-		}
-		if r.Classifier != nil {
-			a.Class = r.Classifier.Classify(err)
-		}
-		if a.Class != Transient {
-			a.Final = true
-			r.report(a)
-			return res, err
-		}
-
-		if !resolved {
-			p, perr := r.Resolve()
-			if perr == nil {
-				perr = p.Validate()
-			}
-			if perr != nil {
-				a.Final = true
-				r.report(a)
-				return res, &ResolveError{Err: perr, After: err}
-			}
-			policy, resolved = p, true
-		}
-		if sched == nil {
-			sched = schedule(policy, clock)
-		}
-		delay := min(Jitter(sched.NextBackOff(), policy.Jitter, random()), policy.MaxDelay)
-		var w Waiter
-		var im Immediate
-		switch {
-		case errors.As(err, &w) && w.RetryAfter() > delay:
-			delay = w.RetryAfter() // what the server asked for, past MaxDelay if need be
-		case errors.As(err, &im) && im.RetryNow():
-			delay = 0
-		}
-		reason := stop(ctx, policy, n, end, start, delay)
-		if reason != "" {
-			a.Final = true
-			r.report(a)
-			return res, &ExhaustedError{Reason: reason, Attempts: n, Elapsed: res.Elapsed, Err: err}
-		}
-		a.Delay = delay
+		res := Result{Attempts: n, Elapsed: end.Sub(l.start)}
+		ferr := l.decide(ctx, &a, end)
 		r.report(a)
-		if cerr := clock.Sleep(ctx, delay); cerr != nil {
-			res.Elapsed = clock.Now().Sub(start)
+		if a.Final {
+			return res, ferr
+		}
+		if cerr := l.clock.Sleep(ctx, a.Delay); cerr != nil {
+			res.Elapsed = l.clock.Now().Sub(l.start)
 			return res, &ExhaustedError{Reason: ReasonCanceled, Attempts: n, Elapsed: res.Elapsed, Err: err}
 		}
 	}
+}
+
+// loop is one run of [Retrier.Do].
+type loop struct {
+	*Retrier
+	policy   Policy
+	resolved bool // policy is known and valid
+	clock    Clock
+	random   func() float64
+	sched    *backoff.ExponentialBackOff // built after the first transient failure
+	start    time.Time
+}
+
+// newLoop starts a run: the policy checked unless it is resolved later, the clock and
+// the random source chosen.
+func (r *Retrier) newLoop() (*loop, error) {
+	l := &loop{Retrier: r, policy: r.Policy, resolved: r.Resolve == nil, clock: r.Clock, random: r.Rand}
+	if l.resolved {
+		if err := l.policy.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if l.clock == nil {
+		l.clock = SystemClock{}
+	}
+	if l.random == nil {
+		l.random = rand.Float64
+	}
+	l.start = l.clock.Now()
+	return l, nil
+}
+
+// decide settles what follows attempt a, which ended at end: it sets a.Class, and
+// either a.Final, returning the error Do ends with, or a.Delay, the pause before the
+// next attempt.
+func (l *loop) decide(ctx context.Context, a *Attempt, end time.Time) error {
+	if a.Err == nil {
+		a.Final = true
+		return nil
+	}
+	if l.Classifier != nil {
+		a.Class = l.Classifier.Classify(a.Err)
+	}
+	if a.Class != Transient {
+		a.Final = true
+		return a.Err
+	}
+	if err := l.resolve(); err != nil {
+		a.Final = true
+		return &ResolveError{Err: err, After: a.Err}
+	}
+	delay := l.delay(a.Err)
+	if reason := stop(ctx, l.policy, a.Number, end, l.start, delay); reason != "" {
+		a.Final = true
+		return &ExhaustedError{Reason: reason, Attempts: a.Number, Elapsed: end.Sub(l.start), Err: a.Err}
+	}
+	a.Delay = delay
+	return nil
+}
+
+// resolve asks Resolve for the policy, the first time it is needed.
+func (l *loop) resolve() error {
+	if l.resolved {
+		return nil
+	}
+	p, err := l.Resolve()
+	if err == nil {
+		err = p.Validate()
+	}
+	if err != nil {
+		return err
+	}
+	l.policy, l.resolved = p, true
+	return nil
+}
+
+// delay is the pause after the transient failure err: the schedule's next delay,
+// jittered and capped, unless err asks for a longer wait or for none.
+func (l *loop) delay(err error) time.Duration {
+	if l.sched == nil {
+		l.sched = schedule(l.policy, l.clock)
+	}
+	d := min(Jitter(l.sched.NextBackOff(), l.policy.Jitter, l.random()), l.policy.MaxDelay)
+	var w Waiter
+	var im Immediate
+	switch {
+	case errors.As(err, &w) && w.RetryAfter() > d:
+		return w.RetryAfter() // what the server asked for, past MaxDelay if need be
+	case errors.As(err, &im) && im.RetryNow():
+		return 0
+	}
+	return d
 }
 
 // stop returns why no attempt may follow attempt n, or "" when one may.
