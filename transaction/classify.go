@@ -82,75 +82,101 @@ func Classify(exitCode int, stderr []byte) *failure.Error {
 	return e
 }
 
+// classifyInner sets e's class from git's message with its prefixes removed (inner),
+// the ref it names and the advice lines after it: a lock, a ref not as expected, or
+// wrong input; e stays failure.Other when none of these fits.
 func classifyInner(e *failure.Error, inner, ref string, advice []string, exitCode int) {
 	// A lock failure only counts when git died of it: 128, or 1 for -d.
 	lockExit := exitCode == 128 || exitCode == 1
+	switch {
+	case classifyLock(e, inner, ref, advice, lockExit):
+	case classifyConflict(e, inner, ref):
+	case invalidInput(inner):
+		e.Class = failure.InvalidInput
+	}
+}
+
+// classifyLock classifies a message about a lock file, and reports whether inner is one.
+func classifyLock(e *failure.Error, inner, ref string, advice []string, lockExit bool) bool {
 	if inner == "cannot lock references" && len(advice) == 0 {
 		e.Class = failure.Other
 		if lockExit {
 			e.Class = failure.LockContention
 		}
 		e.Lock = &failure.Lock{Ref: ref}
-		return
+		return true
 	}
 	if m := gitmsg.Exists().FindStringSubmatch(inner); m != nil {
-		l := &failure.Lock{Path: m[1], Ref: ref}
-		e.Lock = l
-		// The advice must be the whole rest of the message.
-		kind, pid, used := gitmsg.ReadAdvice(advice)
-		if used != len(advice) {
-			kind = gitmsg.AdviceNone
-		}
-		switch kind {
-		case gitmsg.AdviceLive:
-			l.PID = pid
-			if lockExit {
-				e.Class = failure.LockContention
-			}
-		case gitmsg.AdviceDead:
-			// git found no process pid (kill(pid, 0)) in its pid namespace, which is
-			// refretry's: a holder in another one looks the same. Contention, until
-			// the lock's age says otherwise (checkStale, lockfile.Rule).
-			l.PID, l.HolderUnseen = pid, true
-			if lockExit {
-				e.Class = failure.LockContention
-			}
-		}
-		return
+		classifyExists(e, &failure.Lock{Path: m[1], Ref: ref}, advice, lockExit)
+		return true
 	}
 	if m := rePackedNew().FindStringSubmatch(inner); m != nil {
 		e.Class = failure.StaleLock
 		e.Lock = &failure.Lock{Path: m[1], Stale: true,
 			StaleReason: "a packed-refs.new left behind by an interrupted git blocks every packed-refs rewrite"}
+		return true
+	}
+	return false
+}
+
+// classifyExists classifies git's "Unable to create '<lock>': File exists." for the
+// lock l, by the advice after it, which must be the whole rest of the message.
+func classifyExists(e *failure.Error, l *failure.Lock, advice []string, lockExit bool) {
+	e.Lock = l
+	kind, pid, used := gitmsg.ReadAdvice(advice)
+	if used != len(advice) {
+		kind = gitmsg.AdviceNone
+	}
+	switch kind {
+	case gitmsg.AdviceLive:
+		l.PID = pid
+	case gitmsg.AdviceDead:
+		// git found no process pid (kill(pid, 0)) in its pid namespace, which is
+		// refretry's: a holder in another one looks the same. Contention, until
+		// the lock's age says otherwise (checkStale, lockfile.Rule).
+		l.PID, l.HolderUnseen = pid, true
+	default:
 		return
 	}
+	if lockExit {
+		e.Class = failure.LockContention
+	}
+}
+
+// classifyConflict classifies a message saying that the refs are not as the update
+// expects, and reports whether inner is one.
+func classifyConflict(e *failure.Error, inner, ref string) bool {
 	if m := gitmsg.CAS().FindStringSubmatch(inner); m != nil {
 		e.Class = failure.Conflict
 		e.Moved = &failure.Moved{Ref: ref, Actual: m[1], Expected: m[2]}
-		return
+		return true
 	}
 	if m := reDFExisting().FindStringSubmatch(inner); m != nil {
 		e.Class, e.Ref = failure.Conflict, m[2]
-		return
+		return true
 	}
 	for _, p := range conflictInner {
 		if strings.HasPrefix(inner, p) && !strings.HasSuffix(inner, ": reference broken") {
 			e.Class = failure.Conflict
-			return
+			return true
 		}
 	}
+	return false
+}
+
+// invalidInput reports whether inner says that the command or its input is wrong.
+func invalidInput(inner string) bool {
 	for _, p := range invalidPrefixes {
 		if strings.HasPrefix(inner, p) {
-			e.Class = failure.InvalidInput
-			return
+			return true
 		}
 	}
 	for _, c := range invalidContains {
 		if strings.Contains(inner, c) {
-			e.Class = failure.InvalidInput
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // stripPrefixes removes the entry-point prefix from a message's first line and returns
