@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Clock is the source of time for the loop. Tests supply a fake that advances on Sleep.
+// Clock is the source of time for the loop; nil in a [Retrier] means the real clock.
+// Tests supply a fake that advances on Sleep, so that they never sleep.
 type Clock interface {
 	Now() time.Time
 	// Sleep waits for d or until ctx is done, whichever comes first, and returns
@@ -13,14 +14,12 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// SystemClock is the real clock.
-type SystemClock struct{}
+// systemClock is the real clock, used when [Retrier].Clock is nil.
+type systemClock struct{}
 
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
+func (systemClock) Now() time.Time { return time.Now() }
 
-// Sleep waits for d or for ctx.
-func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -1,14 +1,22 @@
 // Package retry runs an operation again while its failures are transient, with jittered
 // exponential backoff under a total deadline and an attempt cap.
 //
+// A [Policy] (start from [DefaultPolicy]) is the schedule and the budget; [Retrier.Do]
+// is the loop that follows it; [Jitter] is the randomisation, as a pure function. The
+// loop reports each attempt as an [Attempt] and ends with nil, the operation's final
+// error, an [*ExhaustedError] or a [*ResolveError]. The runners of packages
+// transaction, push and fetch run in this loop and take and return the same values.
+//
 // The contract:
 //
-//   - A [Classifier] decides, for each failure, whether another attempt may help
-//     ([Transient]) or not ([Permanent]). Anything it does not recognise must be
-//     Permanent: the loop fails closed.
+//   - [Retrier].Retryable decides, for each failure, whether another attempt may help.
+//     Anything it does not recognise must be final, and a nil Retryable retries
+//     nothing: the loop fails closed.
 //   - The delay before attempt n+1 follows the exponential schedule of
 //     github.com/cenkalti/backoff/v4 (InitialDelay × Multiplier^(n-1), capped at
-//     MaxDelay), randomised by [Jitter] with the policy's factor.
+//     MaxDelay), randomised by [Jitter] with the policy's factor, and capped at MaxDelay
+//     again. A failure that implements [Waiter] makes the delay at least the wait it
+//     asks for; one that implements [Immediate] makes it zero.
 //   - The deadline ([Policy].Timeout, measured from the start of the first attempt)
 //     decides only whether a new attempt may start: when the next delay would end past
 //     it, the loop gives up without sleeping. A running attempt is never interrupted by

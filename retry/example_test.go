@@ -17,19 +17,23 @@ func ExampleRetrier_Do() {
 			InitialDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond,
 			Multiplier: 2, Jitter: 0.5,
 		},
-		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
-			if errors.Is(err, errLocked) {
-				return retry.Transient
+		// Only a busy lock is worth another attempt; anything else is final.
+		Retryable: func(err error) bool { return errors.Is(err, errLocked) },
+		OnAttempt: func(a retry.Attempt) {
+			if !a.Final {
+				fmt.Printf("attempt %d: %v; retrying\n", a.Number, a.Err)
 			}
-			return retry.Permanent
-		}),
+		},
 	}
-	res, err := r.Do(context.Background(), func(_ context.Context, attempt int) error {
+	err := r.Do(context.Background(), func(_ context.Context, attempt int) error {
 		if attempt < 3 {
 			return errLocked
 		}
 		return nil
 	})
-	fmt.Println(res.Attempts, err)
-	// Output: 3 <nil>
+	fmt.Println("done:", err)
+	// Output:
+	// attempt 1: locked; retrying
+	// attempt 2: locked; retrying
+	// done: <nil>
 }

@@ -16,17 +16,10 @@ type Attempt struct {
 	Start    time.Time     // when it started
 	Duration time.Duration // how long it ran
 	Err      error         // nil on success
-	Class    Class         // the classifier's verdict on Err (Permanent when Err is nil)
 	// Delay is the pause before the next attempt; zero when there is none.
 	Delay time.Duration
 	// Final is true when no further attempt follows.
 	Final bool
-}
-
-// Result summarises a run of the loop.
-type Result struct {
-	Attempts int
-	Elapsed  time.Duration
 }
 
 // Reason says why the loop gave up on a transient failure.
@@ -72,10 +65,13 @@ func (e *ExhaustedError) Unwrap() error { return e.Err }
 // Retrier runs operations under a policy. The zero values of Clock and Rand mean the
 // system clock and a process-wide random source.
 type Retrier struct {
-	Policy     Policy
-	Classifier Classifier
-	Clock      Clock
-	Rand       func() float64 // uniform in [0, 1)
+	Policy Policy
+	// Retryable reports whether a failure may succeed on another attempt. It must
+	// answer false for anything it does not recognise, and a nil Retryable answers
+	// false for everything: the loop fails closed.
+	Retryable func(err error) bool
+	Clock     Clock
+	Rand      func() float64 // uniform in [0, 1)
 	// OnAttempt, if set, is called after every attempt, before any delay.
 	OnAttempt func(Attempt)
 	// Resolve, if set, supplies the policy when it is first needed: after the first
@@ -87,26 +83,25 @@ type Retrier struct {
 // Do calls op until it succeeds, fails permanently, or the policy allows no further
 // attempt. It returns nil, op's permanent error unchanged, an *ExhaustedError wrapping
 // the last transient error, or (when ctx is done between attempts) an *ExhaustedError
-// with ReasonCanceled. op receives the attempt number, starting at 1.
-func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt int) error) (Result, error) {
+// with ReasonCanceled. op receives the attempt number, starting at 1. [Retrier.OnAttempt]
+// sees every attempt, the successful one included.
+func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt int) error) error {
 	l, err := r.newLoop()
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	for n := 1; ; n++ {
 		begin := l.clock.Now()
 		err := op(ctx, n)
 		end := l.clock.Now()
 		a := Attempt{Number: n, Start: begin, Duration: end.Sub(begin), Err: err}
-		res := Result{Attempts: n, Elapsed: end.Sub(l.start)}
 		ferr := l.decide(ctx, &a, end)
 		r.report(a)
 		if a.Final {
-			return res, ferr
+			return ferr
 		}
 		if cerr := l.clock.Sleep(ctx, a.Delay); cerr != nil {
-			res.Elapsed = l.clock.Now().Sub(l.start)
-			return res, &ExhaustedError{Reason: ReasonCanceled, Attempts: n, Elapsed: res.Elapsed, Err: err}
+			return &ExhaustedError{Reason: ReasonCanceled, Attempts: n, Elapsed: l.clock.Now().Sub(l.start), Err: err}
 		}
 	}
 }
@@ -132,7 +127,7 @@ func (r *Retrier) newLoop() (*loop, error) {
 		}
 	}
 	if l.clock == nil {
-		l.clock = SystemClock{}
+		l.clock = systemClock{}
 	}
 	if l.random == nil {
 		l.random = rand.Float64
@@ -141,18 +136,10 @@ func (r *Retrier) newLoop() (*loop, error) {
 	return l, nil
 }
 
-// decide settles what follows attempt a, which ended at end: it sets a.Class, and
-// either a.Final, returning the error Do ends with, or a.Delay, the pause before the
-// next attempt.
+// decide settles what follows attempt a, which ended at end: it sets either a.Final,
+// returning the error Do ends with, or a.Delay, the pause before the next attempt.
 func (l *loop) decide(ctx context.Context, a *Attempt, end time.Time) error {
-	if a.Err == nil {
-		a.Final = true
-		return nil
-	}
-	if l.Classifier != nil {
-		a.Class = l.Classifier.Classify(a.Err)
-	}
-	if a.Class != Transient {
+	if a.Err == nil || l.Retryable == nil || !l.Retryable(a.Err) {
 		a.Final = true
 		return a.Err
 	}

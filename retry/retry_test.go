@@ -34,12 +34,7 @@ var (
 	errBad  = errors.New("bad")
 )
 
-func classify(err error) retry.Class {
-	if errors.Is(err, errBusy) {
-		return retry.Transient
-	}
-	return retry.Permanent
-}
+func retryable(err error) bool { return errors.Is(err, errBusy) }
 
 func policy() retry.Policy {
 	return retry.Policy{
@@ -117,12 +112,12 @@ func TestDo(t *testing.T) {
 			}
 			op, calls := failing(clock, tc.took, tc.errs...)
 			var seen []retry.Attempt
-			r := &retry.Retrier{Policy: p, Classifier: retry.ClassifierFunc(classify), Clock: clock,
+			r := &retry.Retrier{Policy: p, Retryable: retryable, Clock: clock,
 				OnAttempt: func(a retry.Attempt) { seen = append(seen, a) }}
-			res, err := r.Do(context.Background(), op)
+			err := r.Do(context.Background(), op)
 
-			if *calls != tc.wantCalls || res.Attempts != tc.wantCalls || len(seen) != tc.wantCalls {
-				t.Fatalf("calls=%d attempts=%d reported=%d, want %d", *calls, res.Attempts, len(seen), tc.wantCalls)
+			if *calls != tc.wantCalls || len(seen) != tc.wantCalls || seen[len(seen)-1].Number != tc.wantCalls {
+				t.Fatalf("calls=%d reported=%d, want %d", *calls, len(seen), tc.wantCalls)
 			}
 			if !seen[len(seen)-1].Final || seen[len(seen)-1].Delay != 0 {
 				t.Errorf("last attempt %+v: want Final with no delay", seen[len(seen)-1])
@@ -162,10 +157,10 @@ func TestDoJitterUsesInjectedRandomness(t *testing.T) {
 	p.Jitter = 0.5
 	rs := []float64{0, 0.999999, 0.5}
 	i := 0
-	r := &retry.Retrier{Policy: p, Classifier: retry.ClassifierFunc(classify), Clock: clock,
+	r := &retry.Retrier{Policy: p, Retryable: retryable, Clock: clock,
 		Rand: func() float64 { v := rs[i]; i++; return v }}
 	op, _ := failing(clock, 0, errBusy, errBusy, errBusy)
-	if _, err := r.Do(context.Background(), op); err != nil {
+	if err := r.Do(context.Background(), op); err != nil {
 		t.Fatal(err)
 	}
 	want := []time.Duration{50 * time.Millisecond, 300 * time.Millisecond, 400 * time.Millisecond}
@@ -181,9 +176,9 @@ func TestDoCanceledWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	clock := &fakeClock{now: time.Unix(0, 0), cancel: cancel, at: 2}
-	r := &retry.Retrier{Policy: policy(), Classifier: retry.ClassifierFunc(classify), Clock: clock}
+	r := &retry.Retrier{Policy: policy(), Retryable: retryable, Clock: clock}
 	op, calls := failing(clock, 0, errBusy, errBusy, errBusy)
-	_, err := r.Do(ctx, op)
+	err := r.Do(ctx, op)
 	var ex *retry.ExhaustedError
 	if !errors.As(err, &ex) || ex.Reason != retry.ReasonCanceled || !errors.Is(err, errBusy) {
 		t.Fatalf("err = %v, want canceled wrapping errBusy", err)
@@ -193,12 +188,12 @@ func TestDoCanceledWhileWaiting(t *testing.T) {
 	}
 }
 
-func TestNilClassifierFailsClosed(t *testing.T) {
+func TestNilRetryableFailsClosed(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{}
 	r := &retry.Retrier{Policy: policy(), Clock: clock}
 	op, calls := failing(clock, 0, errBusy)
-	if _, err := r.Do(context.Background(), op); !errors.Is(err, errBusy) || *calls != 1 {
+	if err := r.Do(context.Background(), op); !errors.Is(err, errBusy) || *calls != 1 {
 		t.Fatalf("err=%v calls=%d, want errBusy after 1 call", err, *calls)
 	}
 }
@@ -248,19 +243,19 @@ func TestResolveIsLazy(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{}
 	resolved := 0
-	r := &retry.Retrier{Classifier: retry.ClassifierFunc(classify), Clock: clock,
+	r := &retry.Retrier{Retryable: retryable, Clock: clock,
 		Resolve: func() (retry.Policy, error) { resolved++; return policy(), nil }}
 	op, _ := failing(clock, 0)
-	if _, err := r.Do(context.Background(), op); err != nil || resolved != 0 {
+	if err := r.Do(context.Background(), op); err != nil || resolved != 0 {
 		t.Fatalf("success: err=%v resolved=%d, want nil and 0", err, resolved)
 	}
 	op, calls := failing(clock, 0, errBusy, errBusy)
-	if _, err := r.Do(context.Background(), op); err != nil || resolved != 1 || *calls != 3 {
+	if err := r.Do(context.Background(), op); err != nil || resolved != 1 || *calls != 3 {
 		t.Fatalf("retried: err=%v resolved=%d calls=%d, want nil, 1, 3", err, resolved, *calls)
 	}
 	r.Resolve = func() (retry.Policy, error) { return retry.Policy{}, nil }
 	op, calls = failing(clock, 0, errBusy)
-	_, err := r.Do(context.Background(), op)
+	err := r.Do(context.Background(), op)
 	var re *retry.ResolveError
 	if !errors.As(err, &re) || !errors.Is(err, retry.ErrInvalidPolicy) || !errors.Is(err, errBusy) || *calls != 1 {
 		t.Fatalf("bad resolved policy: err=%v calls=%d, want a ResolveError wrapping ErrInvalidPolicy and errBusy after 1 call", err, *calls)
@@ -273,10 +268,10 @@ func TestMaxDelayCapsJitter(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	p := policy()
 	p.Jitter = 0.5
-	r := &retry.Retrier{Policy: p, Classifier: retry.ClassifierFunc(classify), Clock: clock,
+	r := &retry.Retrier{Policy: p, Retryable: retryable, Clock: clock,
 		Rand: func() float64 { return 0.999 }} // the largest jitter there is
 	op, _ := failing(clock, 0, errBusy, errBusy, errBusy, errBusy, errBusy)
-	if _, err := r.Do(context.Background(), op); err != nil {
+	if err := r.Do(context.Background(), op); err != nil {
 		t.Fatal(err)
 	}
 	capped := 0
@@ -306,9 +301,9 @@ func (e waitErr) RetryAfter() time.Duration { return e.wait }
 func TestDoWaitsAsAsked(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{now: time.Unix(0, 0)}
-	r := &retry.Retrier{Policy: policy(), Classifier: retry.ClassifierFunc(classify), Clock: clock}
+	r := &retry.Retrier{Policy: policy(), Retryable: retryable, Clock: clock}
 	op, _ := failing(clock, 0, waitErr{2 * time.Second}, waitErr{time.Millisecond})
-	if _, err := r.Do(context.Background(), op); err != nil {
+	if err := r.Do(context.Background(), op); err != nil {
 		t.Fatal(err)
 	}
 	if len(clock.sleeps) != 2 || clock.sleeps[0] != 2*time.Second || clock.sleeps[1] != 200*time.Millisecond {
@@ -316,9 +311,9 @@ func TestDoWaitsAsAsked(t *testing.T) {
 	}
 
 	clock = &fakeClock{now: time.Unix(0, 0)}
-	r = &retry.Retrier{Policy: policy(), Classifier: retry.ClassifierFunc(classify), Clock: clock}
+	r = &retry.Retrier{Policy: policy(), Retryable: retryable, Clock: clock}
 	op, calls := failing(clock, 0, waitErr{time.Minute})
-	_, err := r.Do(context.Background(), op)
+	err := r.Do(context.Background(), op)
 	var ex *retry.ExhaustedError
 	if !errors.As(err, &ex) || ex.Reason != retry.ReasonDeadline || *calls != 1 || len(clock.sleeps) != 0 {
 		t.Errorf("err %v, %d calls, sleeps %v: want deadline after one attempt, no sleep", err, *calls, clock.sleeps)

@@ -123,6 +123,8 @@ func (a *Attempt) Renew() { a.run.renewed = true }
 // run is one Run's state.
 type run struct {
 	*Engine
+	cmd     Command
+	curer   Curer // cmd, when it has a cure; else nil
 	start   time.Time
 	loaded  bool
 	s       Settings
@@ -144,12 +146,19 @@ func (r *run) settings() (Settings, error) {
 	return r.s, r.sErr
 }
 
+// policy is the retry loop's Resolve: the settings' policy, loaded after the first
+// failure.
+func (r *run) policy() (retry.Policy, error) {
+	s, err := r.settings()
+	return s.Policy, err
+}
+
 func (r *run) left() time.Duration {
 	s, err := r.settings()
 	if err != nil || s.Policy.Timeout <= 0 {
 		return 24 * time.Hour
 	}
-	return max(s.Policy.Timeout-r.clock().Now().Sub(r.start), 0)
+	return max(s.Policy.Timeout-r.now().Sub(r.start), 0)
 }
 
 func (r *run) note(kind, msg string) {
@@ -158,76 +167,88 @@ func (r *run) note(kind, msg string) {
 	}
 }
 
-func (r *run) clock() retry.Clock {
+func (r *run) now() time.Time {
 	if r.Clock == nil {
-		return retry.SystemClock{}
+		return time.Now()
 	}
-	return r.Clock
+	return r.Clock.Now()
 }
 
 // Run runs c until it succeeds, fails for a reason another attempt cannot get past,
 // or the budget is spent, and returns c.Final's exit code and the run's outcome.
 func (e *Engine) Run(ctx context.Context, c Command) (int, error) {
-	r := &run{Engine: e}
-	r.start = r.clock().Now()
-	curer, _ := c.(Curer)
-	retrier := &retry.Retrier{
-		Classifier: retry.ClassifierFunc(func(err error) retry.Class {
-			var f *failure.Error
-			if errors.As(err, &f) && (f.Class.Retryable() || r.cured) {
-				return retry.Transient
-			}
-			return retry.Permanent
-		}),
-		Clock: e.Clock, Rand: e.Rand, OnAttempt: e.OnAttempt,
-		Resolve: func() (retry.Policy, error) {
-			s, err := r.settings()
-			return s.Policy, err
-		},
-	}
-	op := func(ctx context.Context, n int) error {
-		if r.done {
-			// The last failure's cure found the command done: this attempt is the
-			// success it found, and runs no git.
-			return nil
-		}
-		r.cured = false
-		a := &Attempt{N: n, run: r}
-		err := c.Attempt(ctx, a)
-		var f *failure.Error
-		if !errors.As(err, &f) {
-			return err
-		}
-		r.judgeLock(f)
-		if curer == nil {
-			return err
-		}
-		switch next, cerr := curer.Cure(ctx, a, f); {
-		case cerr != nil:
-			return cerr
-		case next == Done:
-			r.done = true
-			fallthrough
-		case next == Retry:
-			r.cured = true
-			return cured{err}
-		}
-		return err
-	}
-	var err error
-	for {
-		r.renewed = false
-		_, err = retrier.Do(ctx, op)
-		var ex *retry.ExhaustedError
-		if !errors.As(err, &ex) || !r.renewed || ex.Reason == retry.ReasonCanceled {
-			break
-		}
-		r.start = r.clock().Now() // progress was made: a new budget
-	}
+	r := &run{Engine: e, cmd: c}
+	r.curer, _ = c.(Curer)
+	r.start = r.now()
+	err := r.loop(ctx, &retry.Retrier{
+		Retryable: r.retryable,
+		Clock:     e.Clock, Rand: e.Rand, OnAttempt: e.OnAttempt,
+		Resolve: r.policy,
+	})
 	if r.done {
 		err = nil // found done, though the budget allowed no attempt after the cure
 	}
 	return c.Final(unwrapCured(err))
+}
+
+// loop runs the retry loop, and runs it again with a new budget when the budget ran
+// out after the command made progress (Attempt.Renew).
+func (r *run) loop(ctx context.Context, retrier *retry.Retrier) error {
+	for {
+		r.renewed = false
+		err := retrier.Do(ctx, r.attempt)
+		var ex *retry.ExhaustedError
+		if !errors.As(err, &ex) || !r.renewed || ex.Reason == retry.ReasonCanceled {
+			return err
+		}
+		r.start = r.now() // progress was made: a new budget
+	}
+}
+
+// retryable is the retry loop's verdict: a failure is retried when its class says so,
+// or when its cure was applied.
+func (r *run) retryable(err error) bool {
+	var f *failure.Error
+	return errors.As(err, &f) && (f.Class.Retryable() || r.cured)
+}
+
+// attempt is the retry loop's operation: one attempt of the command, the lock its
+// failure names judged, and the failure cured when the command can.
+func (r *run) attempt(ctx context.Context, n int) error {
+	if r.done {
+		// The last failure's cure found the command done: this attempt is the
+		// success it found, and runs no git.
+		return nil
+	}
+	r.cured = false
+	a := &Attempt{N: n, run: r}
+	err := r.cmd.Attempt(ctx, a)
+	var f *failure.Error
+	if !errors.As(err, &f) {
+		return err
+	}
+	r.judgeLock(f)
+	if r.curer == nil {
+		return err
+	}
+	return r.cure(ctx, a, f, err)
+}
+
+// cure asks the command to act on the failure f (err wraps it) and returns what the
+// loop sees: err, marked cured when the next attempt is to run at once, or the
+// cure's own error.
+func (r *run) cure(ctx context.Context, a *Attempt, f *failure.Error, err error) error {
+	switch next, cerr := r.curer.Cure(ctx, a, f); {
+	case cerr != nil:
+		return cerr
+	case next == Done:
+		r.done = true
+		fallthrough
+	case next == Retry:
+		r.cured = true
+		return cured{err}
+	}
+	return err
 }
 
 // cured is a failure whose cure was applied: the next attempt runs at once.
