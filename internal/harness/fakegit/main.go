@@ -1,10 +1,12 @@
-// Command fakegit stands in for git in refretry's script tests (testdata/script). Put
-// first on PATH under the name "git", it makes `git update-ref` fail the way real git
-// failed, a chosen number of times, and otherwise is the real git.
+// Command fakegit stands in for git in refretry's script tests (testdata/script) and in
+// the retry tests of transaction, push and fetch (through package fakegittest). Put
+// first on PATH under the name "git", or named as a Runner's git, it makes one
+// subcommand (`git update-ref` unless told otherwise) fail the way real git failed, a
+// chosen number of times, and otherwise is the real git.
 //
-// Every invocation whose subcommand is update-ref is counted. The first
-// REFRETRY_FAKEGIT_TIMES of them replay REFRETRY_FAKEGIT_FIXTURE, a capture of real
-// git's output from testdata/stderr: its stdout and stderr bytes and its exit code.
+// Every invocation of that subcommand is counted. The first REFRETRY_FAKEGIT_TIMES of
+// them replay REFRETRY_FAKEGIT_FIXTURE, a capture of real git's output (testdata/stderr,
+// testdata/fetch, or one a test made): its stdout and stderr bytes and its exit code.
 // Every later invocation, and every invocation of another subcommand (rev-parse,
 // config, …), execs the real git with the same arguments, standard input and
 // environment.
@@ -13,22 +15,28 @@
 // `--stdin` (a batch fails when it is committed, at the end of the input), up to the
 // failing command for a failure at an interactive `prepare` or `commit` (answering the
 // commands before it with the captured "<verb>: ok" lines as they arrive), and none of
-// it otherwise.
+// it otherwise. An update-ref capture says which of these it is in its "form" header;
+// a capture of another subcommand without one reads no input.
 //
-// The captures were made in a repository at /tmp/refretry-fixtures/r; when
-// REFRETRY_FAKEGIT_REPO is set, that path is replaced by it in the replayed bytes, so
-// that lock paths name the repository under test. Nothing else is changed.
+// The update-ref captures were made in a repository at /tmp/refretry-fixtures/r (the
+// fetch captures under /tmp/refretry-fetch-fixtures: REFRETRY_FAKEGIT_CAPTURE_REPO
+// says which); when REFRETRY_FAKEGIT_REPO is set, that path is replaced by it in the
+// replayed bytes, so that lock paths name the repository under test. Nothing else is
+// changed.
 //
 // Environment:
 //
-//	REFRETRY_FAKEGIT_REAL     the real git (required)
-//	REFRETRY_FAKEGIT_STATE    counter file: one byte is appended per update-ref
-//	REFRETRY_FAKEGIT_LOG      if set, one line per invocation: its subcommand
-//	REFRETRY_FAKEGIT_FIXTURE  the capture to replay (a .txtar file); unset: none
-//	REFRETRY_FAKEGIT_TIMES    how many update-ref invocations replay it (default 0)
-//	REFRETRY_FAKEGIT_REPO     replaces the capture repository's path in replayed bytes
+//	REFRETRY_FAKEGIT_REAL          the real git (required)
+//	REFRETRY_FAKEGIT_STATE         counter file: one byte is appended per faked invocation
+//	REFRETRY_FAKEGIT_LOG           if set, one line per invocation: its subcommand
+//	REFRETRY_FAKEGIT_COMMAND       the subcommand faked and counted (default update-ref)
+//	REFRETRY_FAKEGIT_FIXTURE       the capture to replay (a .txtar file); unset: none
+//	REFRETRY_FAKEGIT_TIMES         how many invocations replay it (default 0)
+//	REFRETRY_FAKEGIT_CAPTURE_REPO  where the capture was made (default /tmp/refretry-fixtures/r)
+//	REFRETRY_FAKEGIT_REPO          replaces the capture repository's path in replayed bytes
+//	REFRETRY_FAKEGIT_INPUT         if set, a directory: replay N writes the input it read to N
 //
-// The counter is lock-free and crash-safe: each update-ref appends one byte with
+// The counter is lock-free and crash-safe: each faked invocation appends one byte with
 // O_APPEND, which the kernel serialises, and the file offset just after that byte is
 // the invocation's ordinal. A fake that dies afterwards still counted its attempt.
 package main
@@ -39,6 +47,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,14 +74,18 @@ func run(args []string) error {
 	if err := logCall(sub); err != nil {
 		return err
 	}
-	if sub == "update-ref" {
+	faked := os.Getenv("REFRETRY_FAKEGIT_COMMAND")
+	if faked == "" {
+		faked = "update-ref"
+	}
+	if sub == faked {
 		n, err := count()
 		if err != nil {
 			return err
 		}
 		times, _ := strconv.Atoi(os.Getenv("REFRETRY_FAKEGIT_TIMES"))
 		if fixture := os.Getenv("REFRETRY_FAKEGIT_FIXTURE"); fixture != "" && n <= int64(times) {
-			code, err := replay(fixture, rest)
+			code, err := replay(fixture, sub, rest, n)
 			if err != nil {
 				return err
 			}
@@ -145,30 +158,48 @@ type recorded struct {
 	stdout, stderr []byte
 }
 
-func load(path string) (*recorded, error) {
+// load reads the capture at path, of an invocation of sub.
+func load(path, sub string) (*recorded, error) {
 	cp, err := capture.Read(path)
 	if err != nil {
 		return nil, err
 	}
 	c := &recorded{form: cp.Meta["form"], stdout: cp.Stdout, stderr: cp.Stderr}
+	if c.form == "" && sub != "update-ref" {
+		c.form = "single"
+	}
 	if c.exit, err = strconv.Atoi(cp.Meta["exit"]); err != nil || c.form == "" {
 		return nil, fmt.Errorf("%s: header lacks form or exit", path)
 	}
 	if repo := os.Getenv("REFRETRY_FAKEGIT_REPO"); repo != "" {
-		from, to := []byte(captureRepo+"/"), []byte(repo+"/")
+		made := os.Getenv("REFRETRY_FAKEGIT_CAPTURE_REPO")
+		if made == "" {
+			made = captureRepo
+		}
+		from, to := []byte(made+"/"), []byte(repo+"/")
 		c.stdout = bytes.ReplaceAll(c.stdout, from, to)
 		c.stderr = bytes.ReplaceAll(c.stderr, from, to)
 	}
 	return c, nil
 }
 
-// replay behaves as the captured git did, given update-ref's arguments, and returns
-// its exit code.
-func replay(path string, args []string) (int, error) {
-	c, err := load(path)
+// replay behaves as the captured git did, given the arguments after the subcommand
+// sub, as the nth faked invocation, and returns its exit code.
+func replay(path, sub string, args []string, n int64) (int, error) {
+	c, err := load(path, sub)
 	if err != nil {
 		return 0, err
 	}
+	in := newInput(os.Stdin, n)
+	code, err := behave(c, path, sub, args, in)
+	if err == nil {
+		err = in.save()
+	}
+	return code, err
+}
+
+// behave writes c's output, having read c's input from in as git would have.
+func behave(c *recorded, path, sub string, args []string, in *input) (int, error) {
 	stdin, nul := false, false
 	for _, a := range args {
 		switch a {
@@ -180,7 +211,7 @@ func replay(path string, args []string) (int, error) {
 	}
 	readsStdin := c.form == "stdin" || c.form == "prepare" || c.form == "commit" || c.form == "batch"
 	if readsStdin != stdin && c.form != "usage" {
-		return 0, fmt.Errorf("%s captures a %s failure, but update-ref was run with %q", path, c.form, args)
+		return 0, fmt.Errorf("%s captures a %s failure, but %s was run with %q", path, c.form, sub, args)
 	}
 	out := bufio.NewWriter(os.Stdout)
 	switch {
@@ -189,11 +220,11 @@ func replay(path string, args []string) (int, error) {
 		if nul {
 			sep = 0
 		}
-		if err := converse(os.Stdin, out, sep, c.form, c.stdout); err != nil {
+		if err := converse(in, out, sep, c.form, c.stdout); err != nil {
 			return 0, err
 		}
 	case stdin:
-		if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
+		if err := in.drain(); err != nil {
 			return 0, err
 		}
 		out.Write(c.stdout)
@@ -213,14 +244,13 @@ func replay(path string, args []string) (int, error) {
 // command that the capture answered with the captured line as soon as it is read, as
 // git does. Whatever the capture printed after that is written when failVerb arrives
 // (or the input ends), just before git's error.
-func converse(in io.Reader, out *bufio.Writer, sep byte, failVerb string, answers []byte) error {
+func converse(in commandReader, out *bufio.Writer, sep byte, failVerb string, answers []byte) error {
 	pending := strings.SplitAfter(string(answers), "\n")
 	if pending[len(pending)-1] == "" {
 		pending = pending[:len(pending)-1]
 	}
-	br := bufio.NewReader(in)
 	for {
-		cmd, err := br.ReadString(sep)
+		cmd, err := in.ReadString(sep)
 		cmd = strings.TrimSuffix(cmd, string(sep))
 		verb, _, _ := strings.Cut(cmd, " ")
 		if verb == failVerb || err != nil {
@@ -241,4 +271,54 @@ func converse(in io.Reader, out *bufio.Writer, sep byte, failVerb string, answer
 		out.WriteString(line)
 	}
 	return nil
+}
+
+// commandReader reads input up to a separator, as *bufio.Reader does.
+type commandReader interface {
+	ReadString(sep byte) (string, error)
+}
+
+// input is a replay's standard input. It keeps what the replay took in (the commands
+// up to the failing one, or all of it), when REFRETRY_FAKEGIT_INPUT asks for a record:
+// not what was read ahead, which depends on how the writer's bytes arrived.
+type input struct {
+	br   *bufio.Reader
+	path string // where the record goes; "" for none
+	took bytes.Buffer
+}
+
+// newInput is r as the nth faked invocation's input.
+func newInput(r io.Reader, n int64) *input {
+	in := &input{br: bufio.NewReader(r)}
+	if dir := os.Getenv("REFRETRY_FAKEGIT_INPUT"); dir != "" {
+		in.path = filepath.Join(dir, strconv.FormatInt(n, 10))
+	}
+	return in
+}
+
+// ReadString reads up to and including sep, and keeps what it read.
+func (in *input) ReadString(sep byte) (string, error) {
+	s, err := in.br.ReadString(sep)
+	if in.path != "" {
+		in.took.WriteString(s)
+	}
+	return s, err
+}
+
+// drain reads all of the input, and keeps it.
+func (in *input) drain() error {
+	var w io.Writer = io.Discard
+	if in.path != "" {
+		w = &in.took
+	}
+	_, err := io.Copy(w, in.br)
+	return err
+}
+
+// save writes the record, if one was asked for.
+func (in *input) save() error {
+	if in.path == "" {
+		return nil
+	}
+	return os.WriteFile(in.path, in.took.Bytes(), 0o644)
 }

@@ -30,26 +30,35 @@ func TestSubcommand(t *testing.T) {
 }
 
 // TestConverse: answers come as their commands arrive; the failing verb ends the
-// conversation, and anything the capture printed later comes then.
+// conversation, and anything the capture printed later comes then. The input record
+// holds the commands taken in, up to the failing one, and nothing read ahead.
 func TestConverse(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, in, verb, answers, want string
-		sep                           byte
+		name, in, verb, answers, want, took string
+		sep                                 byte
 	}{
-		{"prepare", "start\nupdate refs/heads/x A\nprepare\ncommit\n", "prepare", "start: ok\n", "start: ok\n", '\n'},
-		{"commit", "start\nupdate refs/heads/x A\ncommit\n", "commit", "start: ok\n", "start: ok\n", '\n'},
-		{"nul", "start\x00update refs/heads/x\x00A\x00\x00prepare\x00", "prepare", "start: ok\n", "start: ok\n", 0},
-		{"eof first", "start\n", "prepare", "start: ok\nlater: ok\n", "start: ok\nlater: ok\n", '\n'},
+		{"prepare", "start\nupdate refs/heads/x A\nprepare\ncommit\n", "prepare", "start: ok\n", "start: ok\n",
+			"start\nupdate refs/heads/x A\nprepare\n", '\n'},
+		{"commit", "start\nupdate refs/heads/x A\ncommit\n", "commit", "start: ok\n", "start: ok\n",
+			"start\nupdate refs/heads/x A\ncommit\n", '\n'},
+		{"nul", "start\x00update refs/heads/x\x00A\x00\x00prepare\x00", "prepare", "start: ok\n", "start: ok\n",
+			"start\x00update refs/heads/x\x00A\x00\x00prepare\x00", 0},
+		{"eof first", "start\n", "prepare", "start: ok\nlater: ok\n", "start: ok\nlater: ok\n", "start\n", '\n'},
 	} {
 		var out strings.Builder
 		w := bufio.NewWriter(&out)
-		if err := converse(strings.NewReader(tc.in), w, tc.sep, tc.verb, []byte(tc.answers)); err != nil {
+		in := newInput(strings.NewReader(tc.in), 1)
+		in.path = filepath.Join(t.TempDir(), "1") // keep a record
+		if err := converse(in, w, tc.sep, tc.verb, []byte(tc.answers)); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		w.Flush()
 		if out.String() != tc.want {
 			t.Errorf("%s: wrote %q, want %q", tc.name, out.String(), tc.want)
+		}
+		if in.took.String() != tc.took {
+			t.Errorf("%s: took in %q, want %q", tc.name, in.took.String(), tc.took)
 		}
 	}
 }
