@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sync"
 
 	"github.com/refretry/refretry/failure"
@@ -159,61 +160,83 @@ func (s *session) readInput(ctx context.Context) {
 	pend := make([]byte, 0, inputChunk)
 	send := 0 // how much of pend may go to git now; the rest is held back
 	for {
+		start := len(pend)
 		var (
 			ctl control
 			err error
 		)
-		start := len(pend)
 		pend, ctl, err = rd.Next(pend)
-		if s.tally != nil && start < len(pend) {
-			s.wmu.Lock()
-			s.tally.add(pend[start:], s.args.NUL)
-			s.wmu.Unlock()
-		}
-		if err == nil && ctl == notControl {
-			send = releasable(pend, start, send, s.args.NUL)
-		} else {
-			send = len(pend)
-		}
-		if len(pend)-send > maxHeld {
-			send = len(pend) // a run of one-field -z commands: give up holding
-		}
+		s.count(pend[start:])
+		send = sendable(pend, start, send, ctl, err, s.args.NUL)
 		if err == nil && ctl == notControl && len(pend) < inputChunk && rd.Buffered() > 0 {
 			continue
 		}
-		s.wmu.Lock()
-		if send > 0 {
-			if _, werr := s.log.Write(pend[:send]); werr != nil && s.inErr == nil {
-				s.inErr = werr
-			}
-			if ctl == ctlCommit || ctl == ctlAbort {
-				end := s.log.Len()
-				s.mu.Lock()
-				s.bounds = append(s.bounds, end)
-				s.mu.Unlock()
-			}
-			if s.stdin != nil {
-				_, _ = s.stdin.Write(pend[:send]) // a git that died is noticed when it exits
-			}
-			pend = pend[:copy(pend, pend[send:])]
-			send = 0
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && s.inErr == nil {
-				s.inErr = fmt.Errorf("reading standard input: %w", err)
-			}
-			s.eof = true
-			if s.stdin != nil {
-				s.stdin.Close()
-			}
-			s.wmu.Unlock()
-			return
-		}
-		s.wmu.Unlock()
-		if ctx.Err() != nil {
+		var ended bool
+		pend, ended = s.pass(pend, send, ctl, err)
+		send = 0
+		if ended || ctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// count adds cmd, a command just read, to the tally of the input, if it is counted.
+func (s *session) count(cmd []byte) {
+	if s.tally != nil && len(cmd) > 0 {
+		s.wmu.Lock()
+		s.tally.add(cmd, s.args.NUL)
+		s.wmu.Unlock()
+	}
+}
+
+// sendable is how much of pend may go to git once the command starting at start has
+// been read (of kind ctl, with the reader's err), given that send bytes could before:
+// everything at a control command or at the end of the input, and never less than
+// leaves more than maxHeld held back.
+func sendable(pend []byte, start, send int, ctl control, err error, nul bool) int {
+	if err == nil && ctl == notControl {
+		send = releasable(pend, start, send, nul)
+	} else {
+		send = len(pend)
+	}
+	if len(pend)-send > maxHeld {
+		send = len(pend) // a run of one-field -z commands: give up holding
+	}
+	return send
+}
+
+// pass appends the first send bytes of pend to the log and writes them to the running
+// git, and returns what is left of pend; when the reader's err ends the input, it
+// closes git's stdin and reports ended.
+func (s *session) pass(pend []byte, send int, ctl control, err error) (rest []byte, ended bool) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if send > 0 {
+		if _, werr := s.log.Write(pend[:send]); werr != nil && s.inErr == nil {
+			s.inErr = werr
+		}
+		if ctl == ctlCommit || ctl == ctlAbort {
+			end := s.log.Len()
+			s.mu.Lock()
+			s.bounds = append(s.bounds, end)
+			s.mu.Unlock()
+		}
+		if s.stdin != nil {
+			_, _ = s.stdin.Write(pend[:send]) // a git that died is noticed when it exits
+		}
+		pend = pend[:copy(pend, pend[send:])]
+	}
+	if err == nil {
+		return pend, false
+	}
+	if !errors.Is(err, io.EOF) && s.inErr == nil {
+		s.inErr = fmt.Errorf("reading standard input: %w", err)
+	}
+	s.eof = true
+	if s.stdin != nil {
+		s.stdin.Close()
+	}
+	return pend, true
 }
 
 // releasable returns how much of pend may be passed to git once the command that
@@ -258,27 +281,18 @@ func (s *session) attempt(ctx context.Context, a *engine.Attempt) (int, error) {
 	if s.file != nil {
 		return s.attemptFile(ctx, a)
 	}
-	cmd := s.r.retryCommand(ctx, s.args, a)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return 128, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 128, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return 128, err
-	}
-	s.mu.Lock()
-	if s.errOut != nil {
-		s.errOut.Close()
-	}
-	s.errOut = newSpool(s.r.SpoolMemory, s.r.SpoolDir)
-	skip := s.delivered
-	s.mu.Unlock()
+	return s.attemptPipe(ctx, a)
+}
 
+// attemptPipe is attempt with the input read by readInput: git gets the log's current
+// segment, then readInput's writes, through a pipe.
+func (s *session) attemptPipe(ctx context.Context, a *engine.Attempt) (int, error) {
+	cmd := s.r.retryCommand(ctx, s.args, a)
+	stdin, stdout, stderr, err := pipes(cmd)
+	if err != nil {
+		return 128, err
+	}
+	skip := s.newSegmentOutput()
 	if err := cmd.Start(); err != nil {
 		return finish(cmd, err, nil)
 	}
@@ -286,8 +300,47 @@ func (s *session) attempt(ctx context.Context, a *engine.Attempt) (int, error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); s.relayStdout(stdout, skip) }()
 	go func() { defer wg.Done(); s.collectStderr(stderr) }()
-
+	s.replay(stdin)
+	wg.Wait()
+	runErr := cmd.Wait()
 	s.wmu.Lock()
+	s.stdin = nil
+	s.wmu.Unlock()
+	stdin.Close()
+	return s.r.outcome(ctx, cmd, runErr, s.errTail())
+}
+
+// pipes connects cmd's standard streams to pipes.
+func pipes(cmd *exec.Cmd) (stdin io.WriteCloser, stdout, stderr io.ReadCloser, err error) {
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, nil, err
+	}
+	if stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, nil, nil, err
+	}
+	if stderr, err = cmd.StderrPipe(); err != nil {
+		return nil, nil, nil, err
+	}
+	return stdin, stdout, stderr, nil
+}
+
+// newSegmentOutput starts collecting a new attempt's stderr, dropping the last one's,
+// and returns how many of its stdout lines the caller has already been given.
+func (s *session) newSegmentOutput() (skip int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.errOut != nil {
+		s.errOut.Close()
+	}
+	s.errOut = newSpool(s.r.SpoolMemory, s.r.SpoolDir)
+	return s.delivered
+}
+
+// replay writes the log's current segment to a new git's stdin, then closes it when
+// the caller's input has ended, or else makes it the stdin readInput writes to.
+func (s *session) replay(stdin io.WriteCloser) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.Lock()
 	base := s.base
 	s.mu.Unlock()
@@ -297,18 +350,13 @@ func (s *session) attempt(ctx context.Context, a *engine.Attempt) (int, error) {
 	} else {
 		s.stdin = stdin
 	}
-	s.wmu.Unlock()
+}
 
-	wg.Wait()
-	runErr := cmd.Wait()
-	s.wmu.Lock()
-	s.stdin = nil
-	s.wmu.Unlock()
-	stdin.Close()
+// errTail is the end of the running git's stderr, for the classifier.
+func (s *session) errTail() []byte {
 	s.mu.Lock()
-	tail := s.errOut.Tail(classifyTail)
-	s.mu.Unlock()
-	return s.r.outcome(ctx, cmd, runErr, tail)
+	defer s.mu.Unlock()
+	return s.errOut.Tail(classifyTail)
 }
 
 // attemptFile is attempt with the input in a regular file: git reads it from where
@@ -318,13 +366,7 @@ func (s *session) attemptFile(ctx context.Context, a *engine.Attempt) (int, erro
 	if err := s.replayFrom(); err != nil {
 		return 128, err
 	}
-	s.mu.Lock()
-	if s.errOut != nil {
-		s.errOut.Close()
-	}
-	s.errOut = newSpool(s.r.SpoolMemory, s.r.SpoolDir)
-	out := &lineRelay{s: s, skip: s.delivered}
-	s.mu.Unlock()
+	out := &lineRelay{s: s, skip: s.newSegmentOutput()}
 	r := s.r
 	code, err := gitexec.Run(ctx, gitexec.Spec{
 		Git: r.git(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)),
@@ -338,10 +380,7 @@ func (s *session) attemptFile(ctx context.Context, a *engine.Attempt) (int, erro
 	case err != nil:
 		return 128, err
 	}
-	s.mu.Lock()
-	tail := s.errOut.Tail(classifyTail)
-	s.mu.Unlock()
-	return r.classified(ctx, code, tail)
+	return r.classified(ctx, code, s.errTail())
 }
 
 // regularFile reports whether r is a regular file, and its current offset.
