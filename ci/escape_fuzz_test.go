@@ -52,7 +52,7 @@ func FuzzWorkflowEscape(f *testing.F) {
 
 // FuzzParseFormat checks the log-format parser: it accepts exactly the known names
 // (any case, surrounding space), what it returns parses to itself, and everything
-// else is refused with ErrUnknownFormat.
+// else is refused with errUnknownFormat.
 func FuzzParseFormat(f *testing.F) {
 	for _, s := range []string{"auto", "TEXT", " json ", "GitHub", "gitlab", "", "jsonl", "gith\u0130b"} {
 		f.Add(s)
@@ -60,7 +60,7 @@ func FuzzParseFormat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := ParseFormat(s)
 		known := false
-		for _, k := range Formats {
+		for _, k := range formats {
 			known = known || strings.EqualFold(strings.TrimSpace(s), string(k)) && isASCII(s)
 		}
 		if err != nil {

@@ -115,17 +115,17 @@ func (f fields) strings(key string) []string {
 
 func (f fields) attempt() Attempt {
 	return Attempt{
-		Number: f.int(KeyAttempt), Duration: f.dur(KeyDurationMS), ExitCode: f.int(KeyExitCode),
-		Class: f.str(KeyClass), Error: f.str(KeyError), Lock: f.str(KeyLock),
-		LockAge: f.dur(KeyLockAgeMS), HolderPID: f.int(KeyHolderPID),
-		HolderUnseen: f.bool(KeyHolderUnseen), PIDNamespace: f.str(KeyPIDNamespace),
-		Delay: f.dur(KeyDelayMS), Final: f.bool(KeyFinal),
+		Number: f.int(keyAttempt), Duration: f.dur(keyDurationMS), ExitCode: f.int(keyExitCode),
+		Class: f.str(keyClass), Error: f.str(keyError), Lock: f.str(keyLock),
+		LockAge: f.dur(keyLockAgeMS), HolderPID: f.int(keyHolderPID),
+		HolderUnseen: f.bool(keyHolderUnseen), PIDNamespace: f.str(keyPIDNamespace),
+		Delay: f.dur(keyDelayMS), Final: f.bool(keyFinal),
 	}
 }
 
 // command is the record's command ("refretry" when it names none).
 func (f fields) command() string {
-	if c := f.str(KeyCommand); c != "" {
+	if c := f.str(keyCommand); c != "" {
 		return c
 	}
 	return "refretry"
@@ -133,15 +133,14 @@ func (f fields) command() string {
 
 func (f fields) summary() Summary {
 	s := Summary{
-		Command: f.str(KeyCommand),
-		Result:  Result(f.str(KeyResult)), ExitCode: f.int(KeyExitCode), Attempts: f.int(KeyAttempts),
-		Elapsed: f.dur(KeyElapsedMS), Reason: f.str(KeyReason), Class: f.str(KeyClass),
-		Error: f.str(KeyError), Lock: f.str(KeyLock), Updates: -1, Refs: f.strings(KeyRefs),
-		RefsTruncated: f.bool(KeyRefsTruncated), GitVersion: f.str(KeyGitVersion),
-		RefBackend: f.str(KeyRefBackend), Advice: f.str(KeyAdvice),
+		Result: Result(f.str(keyResult)), ExitCode: f.int(keyExitCode), Attempts: f.int(keyAttempts),
+		Elapsed: f.dur(keyElapsedMS), Reason: f.str(keyReason), Class: f.str(keyClass),
+		Error: f.str(keyError), Lock: f.str(keyLock), Updates: -1, Refs: f.strings(keyRefs),
+		RefsTruncated: f.bool(keyRefsTruncated), GitVersion: f.str(keyGitVersion),
+		RefBackend: f.str(keyRefBackend), Advice: f.str(keyAdvice),
 	}
-	if _, ok := f[KeyUpdates]; ok {
-		s.Updates = f.int(KeyUpdates)
+	if _, ok := f[keyUpdates]; ok {
+		s.Updates = f.int(keyUpdates)
 	}
 	return s
 }
@@ -152,7 +151,7 @@ func (a attrSet) other(r slog.Record) string {
 	var b strings.Builder
 	b.WriteString(r.Message)
 	each := func(at slog.Attr) {
-		if at.Key == KeySchema || at.Key == KeyOperationID || at.Key == KeyCommand {
+		if at.Key == keySchema || at.Key == keyOperationID || at.Key == keyCommand {
 			return
 		}
 		b.WriteString(" " + at.Key + "=" + at.Value.Resolve().String())

@@ -6,53 +6,64 @@ import (
 	"strings"
 )
 
-// Format is a log format.
+// Format is a log format, named by one of the strings ParseFormat accepts:
+//
+//   - "auto": "github" or "gitlab" when [Detect] finds that CI system, else "text"
+//   - "text": short lines for people
+//   - "json": one JSON object per line
+//   - "github": GitHub Actions workflow commands
+//   - "gitlab": GitLab CI collapsible sections
+//
+// In code a Format is written as its name (Config{Format: "json"}); New refuses a
+// name that is not one of these.
 type Format string
 
 const (
-	Auto   Format = "auto"   // GitHub or GitLab when detected, else Text
-	Text   Format = "text"   // short lines for people
-	JSON   Format = "json"   // one JSON object per line
-	GitHub Format = "github" // GitHub Actions workflow commands
-	GitLab Format = "gitlab" // GitLab CI collapsible sections
+	formatAuto   Format = "auto"
+	formatText   Format = "text"
+	formatJSON   Format = "json"
+	formatGitHub Format = "github"
+	formatGitLab Format = "gitlab"
 )
 
-// Formats lists every format, in the order documented.
-var Formats = []Format{Auto, Text, JSON, GitHub, GitLab}
+// formats lists every format, in the order documented.
+var formats = []Format{formatAuto, formatText, formatJSON, formatGitHub, formatGitLab}
 
-// ErrUnknownFormat is wrapped by ParseFormat's error.
-var ErrUnknownFormat = errors.New("unknown log format")
+// errUnknownFormat is wrapped by the error of ParseFormat and New for a name that is
+// not a format.
+var errUnknownFormat = errors.New("unknown log format")
 
-// ParseFormat reads a format name; letter case does not matter.
+// ParseFormat reads a format name, as a flag or an environment variable gives it;
+// letter case and surrounding space do not matter.
 func ParseFormat(s string) (Format, error) {
 	f := Format(strings.ToLower(strings.TrimSpace(s)))
-	for _, known := range Formats {
+	for _, known := range formats {
 		if f == known {
 			return f, nil
 		}
 	}
-	names := make([]string, len(Formats))
-	for i, known := range Formats {
+	names := make([]string, len(formats))
+	for i, known := range formats {
 		names[i] = string(known)
 	}
-	return "", fmt.Errorf("%w %q (want one of %s)", ErrUnknownFormat, s, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w %q (want one of %s)", errUnknownFormat, s, strings.Join(names, ", "))
 }
 
-// Detect names the CI system the environment belongs to: GitHub when GITHUB_ACTIONS
-// is "true", GitLab when GITLAB_CI is "true" (GitHub first if both are), else Text.
+// Detect names the CI system the environment belongs to: "github" when GITHUB_ACTIONS
+// is "true", "gitlab" when GITLAB_CI is "true" (GitHub first if both are), else "text".
 func Detect(getenv func(string) string) Format {
 	switch {
 	case getenv("GITHUB_ACTIONS") == "true":
-		return GitHub
+		return formatGitHub
 	case getenv("GITLAB_CI") == "true":
-		return GitLab
+		return formatGitLab
 	}
-	return Text
+	return formatText
 }
 
-// Resolve returns f, or for Auto (and the empty format) what Detect finds.
+// Resolve returns f, or for "auto" (and the empty format) what Detect finds.
 func (f Format) Resolve(getenv func(string) string) Format {
-	if f == Auto || f == "" {
+	if f == formatAuto || f == "" {
 		return Detect(getenv)
 	}
 	return f

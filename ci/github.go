@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-// GitHubHandler writes GitHub Actions workflow commands. The attempts of an operation
+// githubHandler writes GitHub Actions workflow commands. The attempts of an operation
 // go inside one ::group:: (opened by the first attempt record, closed by the final
 // one); the summary follows the group: a plain line when the first attempt succeeded,
 // a ::warning when it succeeded after retries, a titled ::error when it failed. Each
 // record is one Write.
-type GitHubHandler struct {
+type githubHandler struct {
 	st    *groupState
 	attrs attrSet
 }
@@ -24,34 +24,34 @@ type groupState struct {
 	open bool
 }
 
-// NewGitHubHandler returns a GitHubHandler writing to w (the step's stderr: the runner
+// newGitHubHandler returns a githubHandler writing to w (the step's stderr: the runner
 // reads commands from both of a step's streams).
-func NewGitHubHandler(w io.Writer) *GitHubHandler {
-	return &GitHubHandler{st: &groupState{out: output{w: w}}}
+func newGitHubHandler(w io.Writer) *githubHandler {
+	return &githubHandler{st: &groupState{out: output{w: w}}}
 }
 
 // Enabled reports true for every level.
-func (h *GitHubHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *githubHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 // WithAttrs returns a handler that adds attrs to every record.
-func (h *GitHubHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &GitHubHandler{st: h.st, attrs: h.attrs.with(attrs)}
+func (h *githubHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &githubHandler{st: h.st, attrs: h.attrs.with(attrs)}
 }
 
 // WithGroup returns a handler that qualifies later attributes with name.
-func (h *GitHubHandler) WithGroup(name string) slog.Handler {
-	return &GitHubHandler{st: h.st, attrs: h.attrs.group(name)}
+func (h *githubHandler) WithGroup(name string) slog.Handler {
+	return &githubHandler{st: h.st, attrs: h.attrs.group(name)}
 }
 
 // Handle writes the record.
-func (h *GitHubHandler) Handle(_ context.Context, r slog.Record) error {
+func (h *githubHandler) Handle(_ context.Context, r slog.Record) error {
 	f := h.attrs.fields(r)
-	id := f.str(KeyOperationID)
+	id := f.str(keyOperationID)
 	var b strings.Builder
 	h.st.out.mu.Lock()
 	defer h.st.out.mu.Unlock()
 	switch r.Message {
-	case MsgAttempt:
+	case msgAttempt:
 		a := f.attempt()
 		if !h.st.open {
 			b.WriteString(workflowCommand("group", nil, "refretry: "+f.command()+", operation "+id))
@@ -62,13 +62,13 @@ func (h *GitHubHandler) Handle(_ context.Context, r slog.Record) error {
 			b.WriteString(workflowCommand("endgroup", nil, ""))
 			h.st.open = false
 		}
-	case MsgSummary:
+	case msgSummary:
 		if h.st.open {
 			b.WriteString(workflowCommand("endgroup", nil, ""))
 			h.st.open = false
 		}
 		s := f.summary()
-		text := "refretry: " + s.Headline() + " (operation " + id + ")"
+		text := "refretry: " + s.headline(f.command()) + " (operation " + id + ")"
 		// The legacy "##[" form is not read inside a "::" command, but break it anyway.
 		legacy := strings.NewReplacer("##[", `##\[`)
 		switch {
@@ -82,10 +82,10 @@ func (h *GitHubHandler) Handle(_ context.Context, r slog.Record) error {
 				text += "\n" + s.Advice
 			}
 			b.WriteString(workflowCommand("error",
-				[][2]string{{"title", "refretry: " + s.command() + " " + string(s.Result)}}, legacy.Replace(text)))
+				[][2]string{{"title", "refretry: " + f.command() + " " + string(s.Result)}}, legacy.Replace(text)))
 		}
-	case MsgNote:
-		b.WriteString(githubPlain("refretry: "+f.str(KeyText)) + "\n")
+	case msgNote:
+		b.WriteString(githubPlain("refretry: "+f.str(keyText)) + "\n")
 	default:
 		b.WriteString(githubPlain("refretry: "+h.attrs.other(r)) + "\n")
 	}

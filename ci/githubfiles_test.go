@@ -18,7 +18,7 @@ func TestStepSummaryTable(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "summary")
 	s := Summary{Result: ResultSuccess, Attempts: 2, Elapsed: time.Second, Refs: []string{"refs/heads/a"}, Updates: 1}
-	if err := AppendStepSummary(path, "id-1", s); err != nil {
+	if err := appendStepSummary(path, "id-1", s); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -26,7 +26,7 @@ func TestStepSummaryTable(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := AppendStepSummary(path, fmt.Sprintf("id-c%d", i), s); err != nil {
+			if err := appendStepSummary(path, fmt.Sprintf("id-c%d", i), s); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -38,7 +38,7 @@ func TestStepSummaryTable(t *testing.T) {
 	}
 	f.WriteString("## The step's own heading\n")
 	f.Close()
-	if err := AppendStepSummary(path, "id-2", s); err != nil {
+	if err := appendStepSummary(path, "id-2", s); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
@@ -59,11 +59,11 @@ func TestStepSummaryTable(t *testing.T) {
 func TestStepSummaryCap(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "summary")
-	big := bytes.Repeat([]byte("x"), MaxStepSummary+1)
+	big := bytes.Repeat([]byte("x"), maxStepSummary+1)
 	if err := os.WriteFile(path, big, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := AppendStepSummary(path, "id", Summary{Result: ResultSuccess, Attempts: 1}); err != nil {
+	if err := appendStepSummary(path, "id", Summary{Result: ResultSuccess, Attempts: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, _ := os.Stat(path); fi.Size() != int64(len(big)) {
@@ -75,8 +75,8 @@ func TestStepSummaryCap(t *testing.T) {
 func TestOutputsParse(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "output")
-	want := []Output{{"operation-id", "x"}, {"updated-refs", "refs/heads/a\nrefs/heads/b"}, {"empty", ""}}
-	if err := WriteOutputs(path, nil, want); err != nil {
+	want := []stepOutput{{"operation-id", "x"}, {"updated-refs", "refs/heads/a\nrefs/heads/b"}, {"empty", ""}}
+	if err := writeOutputs(path, nil, want); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)

@@ -8,31 +8,31 @@ import (
 	"strings"
 )
 
-// GitLabHandler writes for GitLab CI's job log: the attempts of an operation inside a
+// gitlabHandler writes for GitLab CI's job log: the attempts of an operation inside a
 // collapsed section named refretry_<operation id> (opened by the first attempt record,
 // closed by the final one), then one summary line outside it, and the advice, if any,
 // on a line of its own. Each record is one Write.
-type GitLabHandler struct {
+type gitlabHandler struct {
 	st    *groupState
 	attrs attrSet
 }
 
-// NewGitLabHandler returns a GitLabHandler writing to w.
-func NewGitLabHandler(w io.Writer) *GitLabHandler {
-	return &GitLabHandler{st: &groupState{out: output{w: w}}}
+// newGitLabHandler returns a gitlabHandler writing to w.
+func newGitLabHandler(w io.Writer) *gitlabHandler {
+	return &gitlabHandler{st: &groupState{out: output{w: w}}}
 }
 
 // Enabled reports true for every level.
-func (h *GitLabHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *gitlabHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 // WithAttrs returns a handler that adds attrs to every record.
-func (h *GitLabHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &GitLabHandler{st: h.st, attrs: h.attrs.with(attrs)}
+func (h *gitlabHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &gitlabHandler{st: h.st, attrs: h.attrs.with(attrs)}
 }
 
 // WithGroup returns a handler that qualifies later attributes with name.
-func (h *GitLabHandler) WithGroup(name string) slog.Handler {
-	return &GitLabHandler{st: h.st, attrs: h.attrs.group(name)}
+func (h *gitlabHandler) WithGroup(name string) slog.Handler {
+	return &gitlabHandler{st: h.st, attrs: h.attrs.group(name)}
 }
 
 // sectionName is a name GitLab accepts ([A-Za-z0-9_.-]) that no other operation uses.
@@ -48,9 +48,9 @@ func sectionName(id string) string {
 }
 
 // Handle writes the record.
-func (h *GitLabHandler) Handle(_ context.Context, r slog.Record) error {
+func (h *gitlabHandler) Handle(_ context.Context, r slog.Record) error {
 	f := h.attrs.fields(r)
-	id := f.str(KeyOperationID)
+	id := f.str(keyOperationID)
 	name := sectionName(id)
 	unix := r.Time.Unix()
 	var b strings.Builder
@@ -61,7 +61,7 @@ func (h *GitLabHandler) Handle(_ context.Context, r slog.Record) error {
 		h.st.open = false
 	}
 	switch r.Message {
-	case MsgAttempt:
+	case msgAttempt:
 		a := f.attempt()
 		if !h.st.open {
 			fmt.Fprintf(&b, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n",
@@ -72,17 +72,17 @@ func (h *GitLabHandler) Handle(_ context.Context, r slog.Record) error {
 		if a.Final {
 			closeSection()
 		}
-	case MsgSummary:
+	case msgSummary:
 		if h.st.open {
 			closeSection()
 		}
 		s := f.summary()
-		line(&b, "refretry: "+s.Headline()+" (operation "+id+")")
+		line(&b, "refretry: "+s.headline(f.command())+" (operation "+id+")")
 		if s.Advice != "" {
 			line(&b, "refretry: "+s.Advice)
 		}
-	case MsgNote:
-		line(&b, "refretry: "+f.str(KeyText))
+	case msgNote:
+		line(&b, "refretry: "+f.str(keyText))
 	default:
 		line(&b, "refretry: "+h.attrs.other(r))
 	}

@@ -160,7 +160,7 @@ func play(t *testing.T, f Format, sc scenario) *txtar.Archive {
 // testdata/golden/<format>/<scenario>.txtar (go test -update rewrites them).
 func TestGolden(t *testing.T) {
 	t.Parallel()
-	for _, f := range []Format{Text, JSON, GitHub, GitLab} {
+	for _, f := range []Format{formatText, formatJSON, formatGitHub, formatGitLab} {
 		for name, sc := range scenarios {
 			t.Run(string(f)+"/"+name, func(t *testing.T) {
 				t.Parallel()

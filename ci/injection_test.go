@@ -49,7 +49,7 @@ func hostilePlay(t *testing.T, f Format, s string) string {
 func TestInjectionGitHub(t *testing.T) {
 	t.Parallel()
 	for _, s := range hostile {
-		out := hostilePlay(t, GitHub, s)
+		out := hostilePlay(t, formatGitHub, s)
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		token := ""
 		var commands []string
@@ -100,7 +100,7 @@ func TestInjectionGitHub(t *testing.T) {
 func TestInjectionGitLab(t *testing.T) {
 	t.Parallel()
 	for _, s := range hostile {
-		out := hostilePlay(t, GitLab, s)
+		out := hostilePlay(t, formatGitLab, s)
 		if n := strings.Count(out, "\x1b"); n != 4 {
 			t.Errorf("%q: %d ESC bytes, want 4 (the two markers of one section)\n%q", s, n, out)
 		}
@@ -119,7 +119,7 @@ func TestInjectionText(t *testing.T) {
 	t.Parallel()
 	for _, s := range hostile {
 		var stderr bytes.Buffer
-		op, err := New(Config{Command: "update-ref", Format: Text, Stderr: &stderr, ID: fixedID})
+		op, err := New(Config{Command: "update-ref", Format: formatText, Stderr: &stderr, ID: fixedID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestInjectionStepFiles(t *testing.T) {
 	if strings.Count(row, "|")-strings.Count(row, `\|`) != 6 || strings.Contains(row, "\n") || strings.Contains(strings.ReplaceAll(row, `\<`, ""), "<") {
 		t.Errorf("row %q: a ref escaped its cell", row)
 	}
-	delim, err := delimiter(&counting{}, Output{Name: "updated-refs", Value: "REFRETRY_EOF_000102030405060708090a0b0c0d0e0f"})
+	delim, err := delimiter(&counting{}, stepOutput{Name: "updated-refs", Value: "REFRETRY_EOF_000102030405060708090a0b0c0d0e0f"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,8 +56,8 @@ func TestLogFileConcurrent(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			t.Fatalf("line %d is not JSON: %v: %q", lines, err, sc.Text())
 		}
-		if rec["msg"] == MsgSummary {
-			summaries[rec[KeyOperationID].(string)]++
+		if rec["msg"] == msgSummary {
+			summaries[rec[keyOperationID].(string)]++
 		}
 	}
 	if lines != ops*6 || len(summaries) != ops {

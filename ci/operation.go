@@ -18,8 +18,9 @@ type Config struct {
 	// Command is the refretry command the operation runs ("update-ref", "push", "fetch"),
 	// which every record carries and the lines for people name.
 	Command string
-	// Format is the format of the records written to Stderr. Auto is resolved with
-	// Getenv; the empty format writes no records to Stderr.
+	// Format is the format of the records written to Stderr ("text", "json", …; see
+	// [Format]). "auto" is resolved with Getenv; the empty format writes no records to
+	// Stderr.
 	Format Format
 	Stderr io.Writer
 	// LogFile, if not nil, receives every record as a JSON line (see OpenLogFile).
@@ -42,10 +43,11 @@ type Operation struct {
 	getenv   func(string) string
 	now      func() time.Time
 	random   io.Reader
-	relay    Relay
+	relay    stderrRelay
 }
 
-// New starts an operation's log.
+// New starts an operation's log. It fails for a format that is not one of [Format]'s
+// names, and when no id or random token can be drawn.
 func New(c Config) (*Operation, error) {
 	o := &Operation{id: c.ID, getenv: c.Getenv, now: c.Now, random: c.Random}
 	if o.getenv == nil {
@@ -63,27 +65,27 @@ func New(c Config) (*Operation, error) {
 	}
 	if c.Format != "" {
 		o.format = c.Format.Resolve(o.getenv)
-		h, err := NewHandler(o.format, c.Stderr)
+		h, err := newHandler(o.format, c.Stderr)
 		if err != nil {
 			return nil, err
 		}
 		o.handlers = append(o.handlers, h)
 	}
 	if c.LogFile != nil {
-		o.handlers = append(o.handlers, NewJSONHandler(c.LogFile))
+		o.handlers = append(o.handlers, newJSONHandler(c.LogFile))
 	}
-	common := []slog.Attr{slog.Int(KeySchema, SchemaVersion), slog.String(KeyOperationID, o.id), slog.String(KeyCommand, c.Command)}
+	common := []slog.Attr{slog.Int(keySchema, schemaVersion), slog.String(keyOperationID, o.id), slog.String(keyCommand, c.Command)}
 	for i, h := range o.handlers {
 		o.handlers[i] = h.WithAttrs(common)
 	}
 	switch o.format {
-	case GitHub:
+	case formatGitHub:
 		tok, err := token(o.random)
 		if err != nil {
 			return nil, err
 		}
 		o.relay = &stopCommandsRelay{w: c.Stderr, token: tok}
-	case GitLab:
+	case formatGitLab:
 		o.relay = escRelay{c.Stderr}
 	default:
 		o.relay = passRelay{c.Stderr}
@@ -91,19 +93,19 @@ func New(c Config) (*Operation, error) {
 	return o, nil
 }
 
-// NewHandler returns the handler for a resolved format (not Auto) writing to w.
-func NewHandler(f Format, w io.Writer) (slog.Handler, error) {
+// newHandler returns the handler for a resolved format (not "auto") writing to w.
+func newHandler(f Format, w io.Writer) (slog.Handler, error) {
 	switch f {
-	case Text:
-		return NewTextHandler(w), nil
-	case JSON:
-		return NewJSONHandler(w), nil
-	case GitHub:
-		return NewGitHubHandler(w), nil
-	case GitLab:
-		return NewGitLabHandler(w), nil
+	case formatText:
+		return newTextHandler(w), nil
+	case formatJSON:
+		return newJSONHandler(w), nil
+	case formatGitHub:
+		return newGitHubHandler(w), nil
+	case formatGitLab:
+		return newGitLabHandler(w), nil
 	}
-	return nil, fmt.Errorf("%w %q", ErrUnknownFormat, f)
+	return nil, fmt.Errorf("%w %q", errUnknownFormat, f)
 }
 
 // ID is the operation id every record carries.
@@ -112,21 +114,24 @@ func (o *Operation) ID() string { return o.id }
 // Format is the resolved format of the records written to stderr ("" for none).
 func (o *Operation) Format() Format { return o.format }
 
-// Relay is the writer git's stderr must go through; see [Relay].
-func (o *Operation) Relay() Relay { return o.relay }
-
-// Handler sends records to every destination of the operation, each record carrying
-// the schema version and the operation id.
-func (o *Operation) Handler() slog.Handler { return fanout(o.handlers) }
+// Relay is the writer git's own stderr must go through, so that nothing git prints is
+// read as a CI command: on GitHub it passes whole lines inside ::stop-commands::, on
+// GitLab it shows ESC as ^[, elsewhere it passes everything unchanged, to the Stderr
+// of the Config. Finish writes out a partial last line it held back.
+func (o *Operation) Relay() io.Writer { return o.relay }
 
 // Attempt records one finished attempt.
 func (o *Operation) Attempt(ctx context.Context, a Attempt) error {
-	return o.emit(ctx, a.level(), MsgAttempt, a.attrs())
+	return o.emit(ctx, a.level(), msgAttempt, a.attrs())
 }
 
-// Note records something refretry did besides running git.
-func (o *Operation) Note(ctx context.Context, n Note) error {
-	return o.emit(ctx, slog.LevelInfo, MsgNote, n.attrs())
+// Note records something refretry did besides running git, between attempts or
+// around them: a stale lock it removed, a rebase, a regeneration, a gather. kind is a
+// short stable name ("stale-lock-removed", "rebase", "gather", …), text one line for
+// people, without "refretry: ".
+func (o *Operation) Note(ctx context.Context, kind, text string) error {
+	attrs := []slog.Attr{slog.String(keyKind, bound(kind, 64)), slog.String(keyText, bound(text, maxAdviceLen))}
+	return o.emit(ctx, slog.LevelInfo, msgNote, attrs)
 }
 
 // Finish flushes the relay, records the summary, and for the GitHub format appends a
@@ -134,23 +139,23 @@ func (o *Operation) Note(ctx context.Context, n Note) error {
 // updated-refs: the refs of a successful operation, one a line) to GITHUB_OUTPUT when
 // they name files. It returns every error met, joined.
 func (o *Operation) Finish(ctx context.Context, s Summary) error {
-	errs := []error{o.relay.Close(), o.emit(ctx, s.level(), MsgSummary, s.attrs())}
-	if o.format != GitHub {
+	errs := []error{o.relay.Close(), o.emit(ctx, s.level(), msgSummary, s.attrs())}
+	if o.format != formatGitHub {
 		return errors.Join(errs...)
 	}
 	if path := o.getenv("GITHUB_STEP_SUMMARY"); path != "" {
-		errs = append(errs, AppendStepSummary(path, o.id, s))
+		errs = append(errs, appendStepSummary(path, o.id, s))
 	}
 	if path := o.getenv("GITHUB_OUTPUT"); path != "" {
 		var updated string
 		if s.Result == ResultSuccess {
 			refs := s.Refs
-			if len(refs) > MaxRefs {
-				refs = refs[:MaxRefs]
+			if len(refs) > maxRefs {
+				refs = refs[:maxRefs]
 			}
 			updated = strings.Join(refs, "\n")
 		}
-		errs = append(errs, WriteOutputs(path, o.random, []Output{
+		errs = append(errs, writeOutputs(path, o.random, []stepOutput{
 			{"operation-id", o.id},
 			{"result", string(s.Result)},
 			{"attempts", strconv.Itoa(s.Attempts)},
@@ -163,43 +168,11 @@ func (o *Operation) Finish(ctx context.Context, s Summary) error {
 func (o *Operation) emit(ctx context.Context, level slog.Level, msg string, attrs []slog.Attr) error {
 	r := slog.NewRecord(o.now(), level, msg, 0)
 	r.AddAttrs(attrs...)
-	return fanout(o.handlers).Handle(ctx, r)
-}
-
-// fanout is a handler that passes each record to all of its handlers.
-type fanout []slog.Handler
-
-func (f fanout) Enabled(ctx context.Context, l slog.Level) bool {
-	for _, h := range f {
-		if h.Enabled(ctx, l) {
-			return true
-		}
-	}
-	return false
-}
-
-func (f fanout) Handle(ctx context.Context, r slog.Record) error {
 	var errs []error
-	for _, h := range f {
+	for _, h := range o.handlers {
 		if h.Enabled(ctx, r.Level) {
 			errs = append(errs, h.Handle(ctx, r.Clone()))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func (f fanout) WithAttrs(attrs []slog.Attr) slog.Handler {
-	out := make(fanout, len(f))
-	for i, h := range f {
-		out[i] = h.WithAttrs(attrs)
-	}
-	return out
-}
-
-func (f fanout) WithGroup(name string) slog.Handler {
-	out := make(fanout, len(f))
-	for i, h := range f {
-		out[i] = h.WithGroup(name)
-	}
-	return out
 }

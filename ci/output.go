@@ -12,13 +12,13 @@ import (
 	"github.com/refretry/refretry/internal/platform"
 )
 
-// Output is one GitHub step output.
-type Output struct{ Name, Value string }
+// stepOutput is one GitHub step output.
+type stepOutput struct{ Name, Value string }
 
-// WriteOutputs appends step outputs to the GitHub output file at path, each as
+// writeOutputs appends step outputs to the GitHub output file at path, each as
 // "name<<DELIMITER", the value, "DELIMITER", with a delimiter drawn from random that
 // neither the name nor the value contains; all of them with one write, under flock.
-func WriteOutputs(path string, random io.Reader, outs []Output) error {
+func writeOutputs(path string, random io.Reader, outs []stepOutput) error {
 	var b strings.Builder
 	for _, o := range outs {
 		delim, err := delimiter(random, o)
@@ -42,7 +42,7 @@ func WriteOutputs(path string, random io.Reader, outs []Output) error {
 	return nil
 }
 
-func delimiter(random io.Reader, o Output) (string, error) {
+func delimiter(random io.Reader, o stepOutput) (string, error) {
 	for {
 		tok, err := token(random)
 		if err != nil {

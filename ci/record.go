@@ -7,52 +7,52 @@ import (
 	"time"
 )
 
-// SchemaVersion is the version of the record schema, carried by every record as
+// schemaVersion is the version of the record schema, carried by every record as
 // "schema". It changes only when a field is removed or changes meaning; new optional
 // fields do not change it.
-const SchemaVersion = 1
+const schemaVersion = 1
 
 // The records' messages.
 const (
-	MsgAttempt = "attempt"
-	MsgSummary = "summary"
-	MsgNote    = "note"
+	msgAttempt = "attempt"
+	msgSummary = "summary"
+	msgNote    = "note"
 )
 
 // Attribute keys, as they appear in JSON records (docs/logging.md documents them).
 const (
-	KeySchema        = "schema"
-	KeyOperationID   = "operation_id"
-	KeyCommand       = "command"
-	KeyAttempt       = "attempt"
-	KeyDurationMS    = "duration_ms"
-	KeyExitCode      = "exit_code"
-	KeyClass         = "class"
-	KeyError         = "error"
-	KeyLock          = "lock"
-	KeyLockAgeMS     = "lock_age_ms"
-	KeyHolderPID     = "holder_pid"
-	KeyHolderUnseen  = "holder_unseen"
-	KeyPIDNamespace  = "pid_namespace"
-	KeyDelayMS       = "delay_ms"
-	KeyFinal         = "final"
-	KeyResult        = "result"
-	KeyAttempts      = "attempts"
-	KeyElapsedMS     = "elapsed_ms"
-	KeyReason        = "reason"
-	KeyUpdates       = "updates"
-	KeyRefs          = "refs"
-	KeyRefsTruncated = "refs_truncated"
-	KeyGitVersion    = "git_version"
-	KeyRefBackend    = "ref_backend"
-	KeyAdvice        = "advice"
-	KeyKind          = "kind"
-	KeyText          = "text"
+	keySchema        = "schema"
+	keyOperationID   = "operation_id"
+	keyCommand       = "command"
+	keyAttempt       = "attempt"
+	keyDurationMS    = "duration_ms"
+	keyExitCode      = "exit_code"
+	keyClass         = "class"
+	keyError         = "error"
+	keyLock          = "lock"
+	keyLockAgeMS     = "lock_age_ms"
+	keyHolderPID     = "holder_pid"
+	keyHolderUnseen  = "holder_unseen"
+	keyPIDNamespace  = "pid_namespace"
+	keyDelayMS       = "delay_ms"
+	keyFinal         = "final"
+	keyResult        = "result"
+	keyAttempts      = "attempts"
+	keyElapsedMS     = "elapsed_ms"
+	keyReason        = "reason"
+	keyUpdates       = "updates"
+	keyRefs          = "refs"
+	keyRefsTruncated = "refs_truncated"
+	keyGitVersion    = "git_version"
+	keyRefBackend    = "ref_backend"
+	keyAdvice        = "advice"
+	keyKind          = "kind"
+	keyText          = "text"
 )
 
 // Bounds on what one record carries, so that a line stays short.
 const (
-	MaxRefs      = 20   // refs listed in a summary
+	maxRefs      = 20   // refs listed in a summary
 	maxRefLen    = 256  // bytes of one ref name
 	maxErrorLen  = 512  // bytes of git's message
 	maxAdviceLen = 1024 // bytes of advice
@@ -83,17 +83,6 @@ type Attempt struct {
 	Final bool // no attempt follows
 }
 
-// Note is something refretry did besides running git, between attempts or around
-// them: a stale lock it removed, a rebase, a regeneration, a gather.
-type Note struct {
-	Kind string // a short stable name: "stale-lock-removed", "rebase", "gather", …
-	Text string // one line for people, without "refretry: "
-}
-
-func (n Note) attrs() []slog.Attr {
-	return []slog.Attr{slog.String(KeyKind, bound(n.Kind, 64)), slog.String(KeyText, bound(n.Text, maxAdviceLen))}
-}
-
 // Result is how an operation ended.
 type Result string
 
@@ -105,11 +94,8 @@ const (
 	ResultError     Result = "error"      // refretry itself failed: git could not run, a bad setting, …
 )
 
-// Summary is the outcome of an operation.
+// Summary is the outcome of an operation. The command it names is the Config's.
 type Summary struct {
-	// Command is the refretry command the operation ran ("update-ref", "push", "fetch"); the
-	// Operation fills it in.
-	Command  string
 	Result   Result
 	ExitCode int
 	Attempts int
@@ -122,7 +108,8 @@ type Summary struct {
 	Lock  string
 	// Updates is the number of ref updates the command asked for; -1 when unknown.
 	Updates int
-	// Refs are the refs the command names, at most MaxRefs of them.
+	// Refs are the refs the command names. Records list the first 20 and, when
+	// there are more, say the list is truncated.
 	Refs []string
 	// RefsTruncated says that the command names more refs than Refs lists.
 	RefsTruncated bool
@@ -153,35 +140,35 @@ func bound(s string, n int) string {
 
 func (a Attempt) attrs() []slog.Attr {
 	attrs := []slog.Attr{
-		slog.Int(KeyAttempt, a.Number),
-		slog.Float64(KeyDurationMS, ms(a.Duration)),
-		slog.Int(KeyExitCode, a.ExitCode),
+		slog.Int(keyAttempt, a.Number),
+		slog.Float64(keyDurationMS, ms(a.Duration)),
+		slog.Int(keyExitCode, a.ExitCode),
 	}
 	if a.Class != "" {
-		attrs = append(attrs, slog.String(KeyClass, a.Class))
+		attrs = append(attrs, slog.String(keyClass, a.Class))
 	}
 	if a.Error != "" {
-		attrs = append(attrs, slog.String(KeyError, bound(a.Error, maxErrorLen)))
+		attrs = append(attrs, slog.String(keyError, bound(a.Error, maxErrorLen)))
 	}
 	if a.Lock != "" {
-		attrs = append(attrs, slog.String(KeyLock, bound(a.Lock, maxRefLen*4)))
+		attrs = append(attrs, slog.String(keyLock, bound(a.Lock, maxRefLen*4)))
 	}
 	if a.LockAge > 0 {
-		attrs = append(attrs, slog.Float64(KeyLockAgeMS, ms(a.LockAge)))
+		attrs = append(attrs, slog.Float64(keyLockAgeMS, ms(a.LockAge)))
 	}
 	if a.HolderPID > 0 {
-		attrs = append(attrs, slog.Int(KeyHolderPID, a.HolderPID))
+		attrs = append(attrs, slog.Int(keyHolderPID, a.HolderPID))
 	}
 	if a.HolderUnseen {
-		attrs = append(attrs, slog.Bool(KeyHolderUnseen, true))
+		attrs = append(attrs, slog.Bool(keyHolderUnseen, true))
 		if a.PIDNamespace != "" {
-			attrs = append(attrs, slog.String(KeyPIDNamespace, bound(a.PIDNamespace, 64)))
+			attrs = append(attrs, slog.String(keyPIDNamespace, bound(a.PIDNamespace, 64)))
 		}
 	}
 	if a.Delay > 0 {
-		attrs = append(attrs, slog.Float64(KeyDelayMS, ms(a.Delay)))
+		attrs = append(attrs, slog.Float64(keyDelayMS, ms(a.Delay)))
 	}
-	return append(attrs, slog.Bool(KeyFinal, a.Final))
+	return append(attrs, slog.Bool(keyFinal, a.Final))
 }
 
 func (a Attempt) level() slog.Level {
@@ -193,38 +180,38 @@ func (a Attempt) level() slog.Level {
 
 func (s Summary) attrs() []slog.Attr {
 	attrs := []slog.Attr{
-		slog.String(KeyResult, string(s.Result)),
-		slog.Int(KeyExitCode, s.ExitCode),
-		slog.Int(KeyAttempts, s.Attempts),
-		slog.Float64(KeyElapsedMS, ms(s.Elapsed)),
+		slog.String(keyResult, string(s.Result)),
+		slog.Int(keyExitCode, s.ExitCode),
+		slog.Int(keyAttempts, s.Attempts),
+		slog.Float64(keyElapsedMS, ms(s.Elapsed)),
 	}
 	add := func(key, v string, n int) {
 		if v != "" {
 			attrs = append(attrs, slog.String(key, bound(v, n)))
 		}
 	}
-	add(KeyReason, s.Reason, 64)
-	add(KeyClass, s.Class, 64)
-	add(KeyError, s.Error, maxErrorLen)
-	add(KeyLock, s.Lock, maxRefLen*4)
+	add(keyReason, s.Reason, 64)
+	add(keyClass, s.Class, 64)
+	add(keyError, s.Error, maxErrorLen)
+	add(keyLock, s.Lock, maxRefLen*4)
 	if s.Updates >= 0 {
-		attrs = append(attrs, slog.Int(KeyUpdates, s.Updates))
+		attrs = append(attrs, slog.Int(keyUpdates, s.Updates))
 	}
 	if s.Refs != nil {
 		refs := s.Refs
 		truncated := s.RefsTruncated
-		if len(refs) > MaxRefs {
-			refs, truncated = refs[:MaxRefs], true
+		if len(refs) > maxRefs {
+			refs, truncated = refs[:maxRefs], true
 		}
 		bounded := make([]string, len(refs))
 		for i, r := range refs {
 			bounded[i] = bound(r, maxRefLen)
 		}
-		attrs = append(attrs, slog.Any(KeyRefs, bounded), slog.Bool(KeyRefsTruncated, truncated))
+		attrs = append(attrs, slog.Any(keyRefs, bounded), slog.Bool(keyRefsTruncated, truncated))
 	}
-	add(KeyGitVersion, s.GitVersion, 64)
-	add(KeyRefBackend, s.RefBackend, 64)
-	add(KeyAdvice, s.Advice, maxAdviceLen)
+	add(keyGitVersion, s.GitVersion, 64)
+	add(keyRefBackend, s.RefBackend, 64)
+	add(keyAdvice, s.Advice, maxAdviceLen)
 	return attrs
 }
 
@@ -258,32 +245,26 @@ func cause(class, lock, msg string) string {
 	return class
 }
 
-func (s Summary) command() string {
-	if s.Command == "" {
-		return "refretry"
-	}
-	return s.Command
-}
-
-// Headline is the summary in one sentence, without the operation id.
-func (s Summary) Headline() string {
+// headline is the summary of an operation of command in one sentence, without the
+// operation id.
+func (s Summary) headline(command string) string {
 	took := s.Elapsed.Round(time.Millisecond).String()
 	var b strings.Builder
 	switch s.Result {
 	case ResultSuccess:
 		if s.Attempts <= 1 {
-			fmt.Fprintf(&b, "%s succeeded in %s", s.command(), took)
+			fmt.Fprintf(&b, "%s succeeded in %s", command, took)
 		} else {
-			fmt.Fprintf(&b, "%s succeeded after %s in %s", s.command(), plural(s.Attempts, "attempt"), took)
+			fmt.Fprintf(&b, "%s succeeded after %s in %s", command, plural(s.Attempts, "attempt"), took)
 		}
 	case ResultGaveUp:
 		fmt.Fprintf(&b, "%s gave up after %s in %s (%s); last failure: %s",
-			s.command(), plural(s.Attempts, "attempt"), took, s.Reason, cause(s.Class, s.Lock, s.Error))
+			command, plural(s.Attempts, "attempt"), took, s.Reason, cause(s.Class, s.Lock, s.Error))
 	case ResultError:
-		fmt.Fprintf(&b, "%s stopped after %s in %s (see the advice)", s.command(), plural(s.Attempts, "attempt"), took)
+		fmt.Fprintf(&b, "%s stopped after %s in %s (see the advice)", command, plural(s.Attempts, "attempt"), took)
 	default:
 		fmt.Fprintf(&b, "%s failed (exit %d) after %s in %s: %s",
-			s.command(), s.ExitCode, plural(s.Attempts, "attempt"), took, cause(s.Class, s.Lock, s.Error))
+			command, s.ExitCode, plural(s.Attempts, "attempt"), took, cause(s.Class, s.Lock, s.Error))
 	}
 	return b.String()
 }

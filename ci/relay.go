@@ -7,9 +7,9 @@ import (
 	"sync"
 )
 
-// Relay is where git's own stderr goes in a given format. Close writes out whatever
-// is held back; it does not close the underlying writer.
-type Relay interface {
+// stderrRelay is where git's own stderr goes in a given format. Close writes out
+// whatever is held back; it does not close the underlying writer.
+type stderrRelay interface {
 	io.Writer
 	Close() error
 }

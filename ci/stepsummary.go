@@ -11,9 +11,9 @@ import (
 	"github.com/refretry/refretry/internal/platform"
 )
 
-// MaxStepSummary is the size past which AppendStepSummary adds nothing: GitHub refuses
+// maxStepSummary is the size past which appendStepSummary adds nothing: GitHub refuses
 // a step summary over 1 MiB, and the step's own content should keep the room.
-const MaxStepSummary = 256 << 10
+const maxStepSummary = 256 << 10
 
 const (
 	summaryHeader = "| refretry operation | result | attempts | elapsed | refs |"
@@ -21,11 +21,11 @@ const (
 	summaryRefs   = 3 // refs named in a row
 )
 
-// AppendStepSummary appends one row describing an operation to the GitHub step
+// appendStepSummary appends one row describing an operation to the GitHub step
 // summary file at path, preceded by the table's header unless the file already ends
 // with refretry's table. Concurrent refretry processes take turns (flock), so rows and
 // headers are never interleaved.
-func AppendStepSummary(path, id string, s Summary) error {
+func appendStepSummary(path, id string, s Summary) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("step summary: %w", err)
@@ -39,7 +39,7 @@ func AppendStepSummary(path, id string, s Summary) error {
 	if err != nil {
 		return fmt.Errorf("step summary: %w", err)
 	}
-	if fi.Size() > MaxStepSummary {
+	if fi.Size() > maxStepSummary {
 		return nil
 	}
 	var b strings.Builder

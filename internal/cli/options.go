@@ -62,7 +62,7 @@ func defaults() Values {
 	p := retry.DefaultPolicy()
 	return Values{
 		Git: "git", Timeout: p.Timeout, MaxAttempts: p.MaxAttempts, InitialDelay: p.InitialDelay,
-		MaxDelay: p.MaxDelay, StaleAfter: transaction.DefaultStaleAfter, LogFormat: ci.Auto,
+		MaxDelay: p.MaxDelay, StaleAfter: transaction.DefaultStaleAfter, LogFormat: "auto",
 	}
 }
 

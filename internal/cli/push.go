@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
 )
@@ -152,10 +151,6 @@ func pushRefs(final []push.RefStatus, err error) report.Refs {
 	for _, r := range final {
 		if err == nil && r.Rejected() {
 			continue
-		}
-		if len(refs.Names) == ci.MaxRefs {
-			refs.Truncated = true
-			break
 		}
 		refs.Names = append(refs.Names, r.To)
 	}

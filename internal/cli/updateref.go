@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/group"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/repo"
@@ -81,9 +80,6 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 // refs are the refs the command updates, for the summary.
 func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transaction.Result) report.Refs {
 	refs := report.Refs{Updates: res.Updates, Names: res.Refs, Truncated: res.Updates > len(res.Refs)}
-	if len(refs.Names) > ci.MaxRefs {
-		refs.Names, refs.Truncated = refs.Names[:ci.MaxRefs], true
-	}
 	if d, ok := repo.Discover(in.opts.Dirs, in.env); ok {
 		refs.Backend = "files"
 		if d.Reftable() {

@@ -23,7 +23,7 @@ type Config struct {
 	Git     string              // the git executable, for the line about one that could not start
 
 	// Format and File are the log format and log file given as a flag or in the
-	// environment ("" for neither; Format may be ci.Auto).
+	// environment ("" for neither; Format may be "auto").
 	Format ci.Format
 	File   string
 	// Configured returns the format and file git config asks for ("" for none), for
@@ -65,7 +65,7 @@ func Start(c Config) *Log {
 	}
 	return &Log{
 		c: c, start: time.Now(), stderr: &swapWriter{w: c.Stderr},
-		eager: c.Format != "" && c.Format != ci.Auto || c.File != "" || ci.Detect(c.Getenv) != ci.Text,
+		eager: c.Format != "" && c.Format != "auto" || c.File != "" || ci.Detect(c.Getenv) != "text",
 	}
 }
 
@@ -98,7 +98,7 @@ func (l *Log) decide() {
 	// Text chosen by auto is plain mode: the lines refretry always printed. Text asked
 	// for by name adds a summary line with the operation id.
 	stderrFormat := format.Resolve(l.c.Getenv)
-	if stderrFormat == ci.Text && format != ci.Text {
+	if stderrFormat == "text" && format != "text" {
 		stderrFormat = ""
 	}
 	if stderrFormat == "" && file == "" {
@@ -170,14 +170,14 @@ func (l *Log) Note(kind, text string) {
 		fmt.Fprintf(l.c.Stderr, "refretry: %s\n", text)
 	}
 	if l.op != nil {
-		l.logError(l.op.Note(context.Background(), ci.Note{Kind: kind, Text: text}))
+		l.logError(l.op.Note(context.Background(), kind, text))
 	}
 }
 
 // Refs are the refs a run updates, for its summary.
 type Refs struct {
 	Updates   int      // how many updates the command asked for; -1 when unknown
-	Names     []string // the refs, at most ci.MaxRefs
+	Names     []string // the refs (a summary lists the first 20)
 	Truncated bool     // there were more than Names lists
 	Backend   string   // the repository's ref backend, "" when unknown
 }

@@ -110,7 +110,7 @@ func TestUnseenHolder(t *testing.T) {
 	}
 
 	var logged strings.Builder
-	l = Start(Config{Command: "update-ref", Stderr: &logged, Format: ci.JSON})
+	l = Start(Config{Command: "update-ref", Stderr: &logged, Format: "json"})
 	l.Attempt(retry.Attempt{Number: 1, Err: held, Final: true})
 	l.Finish(128, ex, func() Refs { return Refs{Updates: -1} })
 	out := logged.String()
@@ -144,7 +144,7 @@ func plainLines(out string) string {
 func TestRecordsNameCommand(t *testing.T) {
 	for _, command := range []string{"update-ref", "push"} {
 		var stderr strings.Builder
-		l := Start(Config{Command: command, Stderr: &stderr, Format: ci.JSON, Version: func() string { return "2.55.0" }})
+		l := Start(Config{Command: command, Stderr: &stderr, Format: "json", Version: func() string { return "2.55.0" }})
 		if !l.Eager() {
 			t.Fatal("a format asked for is not eager")
 		}
