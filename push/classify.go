@@ -172,24 +172,35 @@ func classifyRefs(e *failure.Error, refs []RefStatus, ev evidence) []failure.Cla
 // The detail returned, if any, is the server's evidence that decided: a *failure.Lock
 // or a *failure.Moved.
 func refClass(s RefStatus, ev evidence) (failure.Class, error) {
-	if s.Summary == summaryRemoteFailure {
+	switch {
+	case s.Summary == summaryRemoteFailure:
 		// The server took the pack but its report was lost: the outcome is unknown.
 		return failure.Transport, nil
-	}
-	if !s.RemoteRejected() {
-		switch {
-		case s.Reason == reasonNonFastForward || s.Reason == reasonFetchFirst:
-			return failure.Behind, nil
-		case s.Reason == reasonAtomicPushFailed:
-			return "", nil
-		case rejectedReasons[s.Reason]:
-			return failure.Rejected, nil
-		}
-		return failure.Other, nil
+	case !s.RemoteRejected():
+		return localRefClass(s.Reason), nil
 	}
 	if ref, inner, ok := cannotLockReason(s.Reason); ok {
 		return forgeRefClass(s, ref, inner)
 	}
+	return remoteRefClass(s, ev)
+}
+
+// localRefClass classifies a ref that git refused to push, for the reason it gave.
+func localRefClass(reason string) failure.Class {
+	switch {
+	case reason == reasonNonFastForward || reason == reasonFetchFirst:
+		return failure.Behind
+	case reason == reasonAtomicPushFailed:
+		return ""
+	case rejectedReasons[reason]:
+		return failure.Rejected
+	}
+	return failure.Other
+}
+
+// remoteRefClass classifies a ref the server refused, by its reason and by what the
+// server's remote: lines showed.
+func remoteRefClass(s RefStatus, ev evidence) (failure.Class, error) {
 	switch s.Reason {
 	case reasonFailure:
 		if ev.commitRefs {
@@ -199,22 +210,7 @@ func refClass(s RefStatus, ev evidence) (failure.Class, error) {
 	case reasonServerError, reasonMigrate:
 		return failure.Unknown, nil
 	case reasonFailedRefs, reasonFailedRef, reasonAtomicFailed, reasonIncorrectOld:
-		if m := ev.moved[s.To]; m != nil {
-			return failure.Behind, m
-		}
-		if s.Reason == reasonIncorrectOld {
-			// The server's compare-and-swap failed and it did not say why (GitLab):
-			// the ref moved after the advertisement. Verified first, like any
-			// compare-and-swap failure on the server.
-			return failure.Behind, &failure.Moved{Ref: s.To}
-		}
-		if l := pickLock(ev.locks, ""); l != nil {
-			return lockClass(l), l
-		}
-		if len(ev.moved) > 0 && s.Reason == reasonAtomicFailed {
-			return "", nil // another ref of the atomic push moved
-		}
-		return failure.Other, nil
+		return failedUpdateClass(s, ev)
 	case reasonRefExists:
 		// Also a genuine "ref exists" refusal; contention only when the server's
 		// message names a lock on this very ref.
@@ -230,6 +226,28 @@ func refClass(s RefStatus, ev evidence) (failure.Class, error) {
 		return failure.Rejected, nil
 	case declinedReasons[s.Reason]:
 		return failure.Declined, nil
+	}
+	return failure.Other, nil
+}
+
+// failedUpdateClass classifies a ref whose update failed on the server for a reason
+// that does not say why (a failed ref transaction, a failed compare-and-swap): the
+// remote: lines decide, naming a ref that moved or a lock that was held.
+func failedUpdateClass(s RefStatus, ev evidence) (failure.Class, error) {
+	if m := ev.moved[s.To]; m != nil {
+		return failure.Behind, m
+	}
+	if s.Reason == reasonIncorrectOld {
+		// The server's compare-and-swap failed and it did not say why (GitLab):
+		// the ref moved after the advertisement. Verified first, like any
+		// compare-and-swap failure on the server.
+		return failure.Behind, &failure.Moved{Ref: s.To}
+	}
+	if l := pickLock(ev.locks, ""); l != nil {
+		return lockClass(l), l
+	}
+	if len(ev.moved) > 0 && s.Reason == reasonAtomicFailed {
+		return "", nil // another ref of the atomic push moved
 	}
 	return failure.Other, nil
 }

@@ -12,6 +12,22 @@ import (
 // (no refspec, wildcards, negative refspecs, --all, --mirror, --tags, --delete, a short
 // destination it cannot place) yields nil, and nothing is verified.
 func (p *Runner) planFromArgs(ctx context.Context, args Args) []RefStatus {
+	specs := refspecsFromArgs(args)
+	var plan []RefStatus
+	for _, spec := range specs {
+		s, ok := p.plannedRef(ctx, spec)
+		if !ok {
+			return nil
+		}
+		plan = append(plan, s)
+	}
+	return plan
+}
+
+// refspecsFromArgs picks the refspecs out of the push's arguments: those after the
+// remote's name. It returns nil when there are none, when the remote is not named,
+// or when an option pushes refs that no refspec lists (--all, --tags, …) or deletes.
+func refspecsFromArgs(args Args) []string {
 	var specs []string
 	seenRemote, dashdash := false, false
 	raw := args.Raw
@@ -33,46 +49,50 @@ func (p *Runner) planFromArgs(ctx context.Context, args Args) []RefStatus {
 			return nil
 		}
 	}
-	if !seenRemote || len(specs) == 0 {
+	if !seenRemote {
 		return nil
 	}
-	var plan []RefStatus
-	for _, spec := range specs {
-		spec = strings.TrimPrefix(spec, "+")
-		if strings.HasPrefix(spec, "^") || strings.Contains(spec, "*") {
-			return nil
-		}
-		src, dst, hasDst := strings.Cut(spec, ":")
-		if src == "" {
-			if !strings.HasPrefix(dst, "refs/") {
-				return nil
-			}
-			plan = append(plan, RefStatus{To: dst})
-			continue
-		}
-		full, err := p.output(ctx, p.Env, "rev-parse", "--symbolic-full-name", src)
-		if err != nil || strings.Contains(full, "\n") {
-			return nil
-		}
-		from := src
-		if strings.HasPrefix(full, "refs/") {
-			from = full
-		}
-		switch {
-		case !hasDst || dst == "":
-			if !strings.HasPrefix(full, "refs/") {
-				return nil
-			}
-			dst = full
-		case strings.HasPrefix(dst, "refs/"):
-		case strings.HasPrefix(full, "refs/heads/"):
-			dst = "refs/heads/" + dst
-		case strings.HasPrefix(full, "refs/tags/"):
-			dst = "refs/tags/" + dst
-		default:
-			return nil
-		}
-		plan = append(plan, RefStatus{From: from, To: dst})
+	return specs
+}
+
+// plannedRef reads one explicit refspec: the remote ref it sets and the local source,
+// by its full name when it has one. ok is false when the refspec cannot be read with
+// certainty.
+func (p *Runner) plannedRef(ctx context.Context, spec string) (s RefStatus, ok bool) {
+	spec = strings.TrimPrefix(spec, "+")
+	if strings.HasPrefix(spec, "^") || strings.Contains(spec, "*") {
+		return RefStatus{}, false
 	}
-	return plan
+	src, dst, hasDst := strings.Cut(spec, ":")
+	if src == "" {
+		return RefStatus{To: dst}, strings.HasPrefix(dst, "refs/")
+	}
+	full, err := p.output(ctx, p.Env, "rev-parse", "--symbolic-full-name", src)
+	if err != nil || strings.Contains(full, "\n") {
+		return RefStatus{}, false
+	}
+	from := src
+	if strings.HasPrefix(full, "refs/") {
+		from = full
+	}
+	dst, ok = destination(full, dst, hasDst)
+	return RefStatus{From: from, To: dst}, ok
+}
+
+// destination places a refspec's destination dst (empty or missing when hasDst is
+// false) given its source's full name: a full destination as it is, none as the
+// source's own name, a short one beside the source (a branch among branches, a tag
+// among tags). ok is false when it cannot be placed.
+func destination(full, dst string, hasDst bool) (string, bool) {
+	switch {
+	case !hasDst || dst == "":
+		return full, strings.HasPrefix(full, "refs/")
+	case strings.HasPrefix(dst, "refs/"):
+		return dst, true
+	case strings.HasPrefix(full, "refs/heads/"):
+		return "refs/heads/" + dst, true
+	case strings.HasPrefix(full, "refs/tags/"):
+		return "refs/tags/" + dst, true
+	}
+	return "", false
 }

@@ -55,36 +55,96 @@ func (e *RegenerateError) Error() string {
 // not ignored) with src's author and message. done is true, with a note, when the
 // command changed nothing: the remote already holds the job's result.
 func (p *Runner) regenerate(ctx context.Context, a *engine.Attempt, args *Args, s RefStatus, src, onto string) (done bool, err error) {
-	fail := func(reason string, out []byte) error {
-		return regenerateFailure(&RegenerateError{Command: p.Regenerate, Onto: onto, Orig: src, Kept: p.kept(s), Status: -1, Step: reason, Output: string(out)})
+	g := &regeneration{p: p, s: s, src: src, onto: onto, kept: p.kept(s)}
+	if err := g.check(ctx); err != nil {
+		return false, err
 	}
-	// The command rewrites the work tree, so what is pushed must be what is checked
-	// out: HEAD, the checked-out branch, or that commit by its name.
+	if err := g.reset(ctx); err != nil {
+		return false, err
+	}
+	created, err := g.run(ctx)
+	if err != nil {
+		return false, err
+	}
+	tree, err := g.stage(ctx, created)
+	if err != nil {
+		return false, err
+	}
+	if tree == p.repo().RevParse(ctx, onto+"^{tree}") {
+		a.Note("regenerate", fmt.Sprintf("--regenerate: the command changed nothing on the remote tip %s: the remote already holds this job's result; nothing to push (the job's commit %s is kept at %s)",
+			replay.Short(onto), replay.Short(src), g.kept))
+		return true, nil
+	}
+	commit, err := g.commit(ctx, tree)
+	if err != nil {
+		return false, err
+	}
+	if g.byName && !args.replaceSource(s, commit) {
+		return false, g.fail("--regenerate: no refspec among the arguments names "+s.From+", so the new commit cannot be pushed in its place", nil)
+	}
+	a.Note("regenerate", fmt.Sprintf("regenerated %s on the remote tip %s as %s (the job's commit %s is kept at %s)",
+		shortRef(s.From), replay.Short(onto), replay.Short(commit), replay.Short(src), g.kept))
+	return false, nil
+}
+
+// regeneration is one --regenerate of the push of s: the job's commit src made again
+// on the remote tip onto.
+type regeneration struct {
+	p         *Runner
+	s         RefStatus
+	src, onto string
+	kept      string // the ref that keeps src
+	byName    bool   // s.From names the checked-out commit, but is neither HEAD nor its branch
+	top       string // the top of the work tree, once run has found it
+}
+
+// fail is a step of the regeneration that failed, with what it printed.
+func (g *regeneration) fail(reason string, out []byte) error {
+	return regenerateFailure(&RegenerateError{Command: g.p.Regenerate, Onto: g.onto, Orig: g.src, Kept: g.kept, Status: -1, Step: reason, Output: string(out)})
+}
+
+// check makes sure the work tree may be rewritten: the command rewrites it, so what is
+// pushed must be what is checked out (HEAD, the checked-out branch, or that commit by
+// its name), and nothing uncommitted may be lost to the reset.
+func (g *regeneration) check(ctx context.Context) error {
+	p, from := g.p, g.s.From
 	branch, _ := p.output(ctx, p.Env, "symbolic-ref", "-q", "HEAD")
-	full := p.fullRef(ctx, s.From)
-	byName := s.From != "HEAD" && full == ""
-	if p.repo().RevParse(ctx, "HEAD") != src || (s.From != "HEAD" && full != branch && !byName) {
-		return false, fail("--regenerate: "+shortRef(s.From)+" is not the checked-out commit, whose work tree the command would rewrite", nil)
+	full := p.fullRef(ctx, from)
+	g.byName = from != "HEAD" && full == ""
+	if p.repo().RevParse(ctx, "HEAD") != g.src || (from != "HEAD" && full != branch && !g.byName) {
+		return g.fail("--regenerate: "+shortRef(from)+" is not the checked-out commit, whose work tree the command would rewrite", nil)
 	}
 	if dirty, _ := p.output(ctx, p.Env, "status", "--porcelain", "--untracked-files=no"); dirty != "" {
-		return false, fail("--regenerate: the work tree has uncommitted changes, which resetting it would lose", []byte(dirty))
+		return g.fail("--regenerate: the work tree has uncommitted changes, which resetting it would lose", []byte(dirty))
 	}
-	kept := p.kept(s)
-	if p.repo().RevParse(ctx, kept) == "" {
-		if out, err := p.command(ctx, p.Env, "update-ref", kept, src).CombinedOutput(); err != nil {
-			return false, fail("--regenerate: keeping the job's commit at "+kept+" failed", out)
+	return nil
+}
+
+// reset keeps the job's commit at its OriginalRef, unless a regeneration before this
+// one did, and resets the checked-out commit and the work tree to the remote tip.
+func (g *regeneration) reset(ctx context.Context) error {
+	p := g.p
+	if p.repo().RevParse(ctx, g.kept) == "" {
+		if out, err := p.command(ctx, p.Env, "update-ref", g.kept, g.src).CombinedOutput(); err != nil {
+			return g.fail("--regenerate: keeping the job's commit at "+g.kept+" failed", out)
 		}
 	}
-	if out, err := p.command(ctx, p.Env, "reset", "-q", "--hard", onto).CombinedOutput(); err != nil {
-		return false, fail("--regenerate: resetting the work tree to the remote tip failed", out)
+	if out, err := p.command(ctx, p.Env, "reset", "-q", "--hard", g.onto).CombinedOutput(); err != nil {
+		return g.fail("--regenerate: resetting the work tree to the remote tip failed", out)
 	}
+	return nil
+}
+
+// run runs the Regenerate command at the top of the work tree and returns the files
+// it created that git neither tracks nor ignores.
+func (g *regeneration) run(ctx context.Context) (created []string, err error) {
+	p := g.p
 	before := p.untracked(ctx)
-	top, err := p.output(ctx, p.Env, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return false, fail("--regenerate: no work tree", nil)
+	if g.top, err = p.output(ctx, p.Env, "rev-parse", "--show-toplevel"); err != nil {
+		return nil, g.fail("--regenerate: no work tree", nil)
 	}
 	cmd := exec.CommandContext(ctx, "sh", "-c", p.Regenerate)
-	cmd.Dir, cmd.Env = top, p.Env
+	cmd.Dir, cmd.Env = g.top, p.Env
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	var out gitexec.Capped
@@ -94,51 +154,52 @@ func (p *Runner) regenerate(ctx context.Context, a *engine.Attempt, args *Args, 
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		}
-		return false, regenerateFailure(&RegenerateError{Command: p.Regenerate, Onto: onto, Orig: src, Kept: kept, Status: code, Output: out.String()})
+		return nil, regenerateFailure(&RegenerateError{Command: p.Regenerate, Onto: g.onto, Orig: g.src, Kept: g.kept, Status: code, Output: out.String()})
 	}
-	var created []string
 	for _, f := range p.untracked(ctx) {
 		if !slices.Contains(before, f) {
 			created = append(created, f)
 		}
 	}
-	stage := p.command(ctx, p.Env, "add", "-u")
-	if b, err := stage.CombinedOutput(); err != nil {
-		return false, fail("--regenerate: staging the command's changes failed", b)
+	return created, nil
+}
+
+// stage stages what the command changed (tracked files, and the files it created) and
+// returns the tree of the index.
+func (g *regeneration) stage(ctx context.Context, created []string) (tree string, err error) {
+	p := g.p
+	if b, err := p.command(ctx, p.Env, "add", "-u").CombinedOutput(); err != nil {
+		return "", g.fail("--regenerate: staging the command's changes failed", b)
 	}
 	if len(created) > 0 {
 		add := p.command(ctx, p.Env, append([]string{"add", "--"}, created...)...)
-		add.Dir = top
+		add.Dir = g.top
 		if b, err := add.CombinedOutput(); err != nil {
-			return false, fail("--regenerate: staging the command's new files failed", b)
+			return "", g.fail("--regenerate: staging the command's new files failed", b)
 		}
 	}
-	tree, err := p.output(ctx, p.Env, "write-tree")
+	if tree, err = p.output(ctx, p.Env, "write-tree"); err != nil {
+		return "", g.fail("--regenerate: writing the tree failed", nil)
+	}
+	return tree, nil
+}
+
+// commit commits tree on the remote tip with the job's author and message, and moves
+// HEAD (and the branch it is on) to it.
+func (g *regeneration) commit(ctx context.Context, tree string) (string, error) {
+	p := g.p
+	info, err := p.repo().ReadCommit(ctx, g.src)
 	if err != nil {
-		return false, fail("--regenerate: writing the tree failed", nil)
+		return "", g.fail("--regenerate: "+err.Error(), nil)
 	}
-	if tree == p.repo().RevParse(ctx, onto+"^{tree}") {
-		a.Note("regenerate", fmt.Sprintf("--regenerate: the command changed nothing on the remote tip %s: the remote already holds this job's result; nothing to push (the job's commit %s is kept at %s)",
-			replay.Short(onto), replay.Short(src), kept))
-		return true, nil
-	}
-	info, err := p.repo().ReadCommit(ctx, src)
+	commit, err := p.repo().CommitTree(ctx, info, tree, g.onto, false)
 	if err != nil {
-		return false, fail("--regenerate: "+err.Error(), nil)
+		return "", g.fail("--regenerate: "+err.Error(), nil)
 	}
-	commit, err := p.repo().CommitTree(ctx, info, tree, onto, false)
-	if err != nil {
-		return false, fail("--regenerate: "+err.Error(), nil)
+	if b, err := p.command(ctx, p.Env, "update-ref", "-m", "refretry push --regenerate", "HEAD", commit, g.onto).CombinedOutput(); err != nil {
+		return "", g.fail("--regenerate: moving HEAD to the new commit failed", b)
 	}
-	if b, err := p.command(ctx, p.Env, "update-ref", "-m", "refretry push --regenerate", "HEAD", commit, onto).CombinedOutput(); err != nil {
-		return false, fail("--regenerate: moving HEAD to the new commit failed", b)
-	}
-	if byName && !args.replaceSource(s, commit) {
-		return false, fail("--regenerate: no refspec among the arguments names "+s.From+", so the new commit cannot be pushed in its place", nil)
-	}
-	a.Note("regenerate", fmt.Sprintf("regenerated %s on the remote tip %s as %s (the job's commit %s is kept at %s)",
-		shortRef(s.From), replay.Short(onto), replay.Short(commit), replay.Short(src), kept))
-	return false, nil
+	return commit, nil
 }
 
 // kept is the ref that keeps the job's own commit for a push to s.To.
