@@ -60,74 +60,105 @@ func Classify(exitCode int, stderr []byte) *failure.Error {
 		e.Class, e.Message = failure.Auth, gitmsg.LastMessage(stderr)
 		return e
 	}
-	var (
-		first  *finding // the first cause that is not a lock or a lost race
-		lock   *finding
-		locked *failure.Lock
-		race   *finding
-		moved  *failure.Moved
-	)
+	readFindings(stderr).decide(e, stderr)
+	return e
+}
+
+// findings are the causes a fetch's standard error names: the first that is neither a
+// lock nor a lost race, the first lock and the first lost race.
+type findings struct {
+	first  *finding
+	lock   *finding
+	locked *failure.Lock
+	race   *finding
+	moved  *failure.Moved
+}
+
+// readFindings reads every line of stderr.
+func readFindings(stderr []byte) *findings {
+	fs := &findings{}
 	lines := gitmsg.Lines(stderr)
 	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		msg, isError := errorMessage(line)
+		msg, isError := errorMessage(lines[i])
 		if !isError {
-			if f := otherLine(line); f != nil && first == nil {
-				first = f
-			}
+			fs.cause(otherLine(lines[i]))
 			continue
 		}
-		inner, ref := msg, ""
-		if r, rest, ok := cutDeleteRef(inner); ok { // --prune
-			inner, ref = rest, r
-		}
-		if in, r := gitmsg.StripCannotLockRef(inner); r != "" {
-			inner, ref = in, r
-		}
-		if m := gitmsg.Exists().FindStringSubmatch(inner); m != nil {
-			_, _, used := gitmsg.ReadAdvice(lines[i+1:])
-			i += used
-			if lock == nil {
-				lock, locked = &finding{failure.LockContention, line}, &failure.Lock{Path: m[1], Ref: ref}
-			}
-			continue
-		}
-		if inner == "cannot lock references" { // reftable: tables.list.lock was held
-			if lock == nil {
-				lock, locked = &finding{failure.LockContention, line}, &failure.Lock{Ref: ref}
-			}
-			continue
-		}
-		if r, ok := cutFetchingRefRace(inner); ok { // git 2.51–2.53
-			if race == nil {
-				race, moved = &finding{failure.LostRace, line}, &failure.Moved{Ref: r}
-			}
-			continue
-		}
-		if m := gitmsg.CAS().FindStringSubmatch(inner); m != nil && ref != "" {
-			if race == nil {
-				race, moved = &finding{failure.LostRace, line}, &failure.Moved{Ref: ref, Actual: m[1], Expected: m[2]}
-			}
-			continue
-		}
-		if f := errorClass(line, msg); f != nil && first == nil {
-			first = f
-		}
+		i += fs.readError(lines[i], msg, lines[i+1:])
 	}
+	return fs
+}
+
+// readError reads the error line whose message is msg; next are the lines after it.
+// It returns how many of those belong to it (git's advice after a lock).
+func (fs *findings) readError(line, msg string, next []string) (used int) {
+	inner, ref := msg, ""
+	if r, rest, ok := cutDeleteRef(inner); ok { // --prune
+		inner, ref = rest, r
+	}
+	if in, r := gitmsg.StripCannotLockRef(inner); r != "" {
+		inner, ref = in, r
+	}
+	if m := gitmsg.Exists().FindStringSubmatch(inner); m != nil {
+		_, _, used = gitmsg.ReadAdvice(next)
+		fs.lockHeld(line, &failure.Lock{Path: m[1], Ref: ref})
+		return used
+	}
+	if inner == "cannot lock references" { // reftable: tables.list.lock was held
+		fs.lockHeld(line, &failure.Lock{Ref: ref})
+		return 0
+	}
+	if r, ok := cutFetchingRefRace(inner); ok { // git 2.51–2.53
+		fs.raceLost(line, &failure.Moved{Ref: r})
+		return 0
+	}
+	if m := gitmsg.CAS().FindStringSubmatch(inner); m != nil && ref != "" {
+		fs.raceLost(line, &failure.Moved{Ref: ref, Actual: m[1], Expected: m[2]})
+		return 0
+	}
+	fs.cause(errorClass(line, msg))
+	return 0
+}
+
+// cause records f, a cause that is neither a lock nor a lost race, unless one came
+// before it.
+func (fs *findings) cause(f *finding) {
+	if f != nil && fs.first == nil {
+		fs.first = f
+	}
+}
+
+// lockHeld records the lock l that line reports held, unless one came before it.
+func (fs *findings) lockHeld(line string, l *failure.Lock) {
+	if fs.lock == nil {
+		fs.lock, fs.locked = &finding{failure.LockContention, line}, l
+	}
+}
+
+// raceLost records the ref that line reports moved by another writer, unless a race
+// came before it.
+func (fs *findings) raceLost(line string, m *failure.Moved) {
+	if fs.race == nil {
+		fs.race, fs.moved = &finding{failure.LostRace, line}, m
+	}
+}
+
+// decide sets e's class and message from the findings: any other cause first, as
+// another attempt would not get past it; then a lock; then a lost race.
+func (fs *findings) decide(e *failure.Error, stderr []byte) {
 	switch {
-	case first != nil:
-		e.Class, e.Message = first.class, first.line
+	case fs.first != nil:
+		e.Class, e.Message = fs.first.class, fs.first.line
 		if e.Class == failure.Transport {
 			e.Wait = gitmsg.ReadTransport(stderr).RetryAfter
 		}
-	case lock != nil:
-		e.Class, e.Message, e.Lock, e.Ref = lock.class, lock.line, locked, locked.Ref
-	case race != nil:
-		e.Class, e.Message, e.Moved, e.Ref = race.class, race.line, moved, moved.Ref
+	case fs.lock != nil:
+		e.Class, e.Message, e.Lock, e.Ref = fs.lock.class, fs.lock.line, fs.locked, fs.locked.Ref
+	case fs.race != nil:
+		e.Class, e.Message, e.Moved, e.Ref = fs.race.class, fs.race.line, fs.moved, fs.moved.Ref
 	default:
 		e.Message = gitmsg.LastMessage(stderr)
 	}
-	return e
 }
 
 // errorMessage is line's message without git's "error: " or "fatal: ".
