@@ -1,7 +1,8 @@
-// Package cli is refretry's command line: its grammar (options.go), one file per
-// command, and the invocation every command reads its settings from. The commands
-// run their work through the library packages (transaction, push) and report through
-// internal/report; nothing here is imported by them.
+// Package cli is refretry's command line: its grammar (options.go, and CLI below),
+// its one reader (line.go), one file per command, and the invocation every command
+// reads its settings from. The commands run their work through the library packages
+// (transaction, push) and report through internal/report; nothing here is imported by
+// them.
 package cli
 
 import (
@@ -10,9 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-
-	"github.com/alecthomas/kong"
 
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/report"
@@ -22,9 +20,11 @@ import (
 // exitUsage is the exit code of a command-line mistake, as git's parse-options.
 const exitUsage = 129
 
-// CLI is refretry's grammar: its options, then a command. Arguments after the command
-// word (or after refretry's options, for the default command) are the command's and
-// go to git verbatim; kong never sees them.
+// CLI is refretry's grammar: its options, then a command. The command list, and how
+// each command takes its arguments, are read from here (command.go): a command with a
+// field Args []string `kong:"-"` gets the arguments after its word (or after
+// refretry's options, for the default command) verbatim, for git; kong never sees
+// them.
 type CLI struct {
 	Options
 
@@ -68,95 +68,14 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 	// The git shim, if it is on PATH, hands refretry's own git calls straight to the
 	// real git (shim.go).
 	env = gitexec.Setenv(env, shim.BypassVar, "1")
-	own, cmdWord, rest := splitArgs(args)
-	if cmdWord == "" || cmdWord == "update-ref" {
-		// The plain path: no kong for the shapes fastOptions reads as kong would
-		// (options.go). --help and anything odd still go to kong.
-		if opts, ok := fastOptions(own); ok {
-			in := &invocation{ctx: ctx, opts: opts, env: env, s: s}
-			return exitCode(s.Stderr, (&UpdateRefCmd{Args: rest}).Run(in))
-		}
+	l := readLine(args)
+	in := &invocation{ctx: ctx, opts: &Options{Dirs: l.dirs}, flags: l.flags, env: env, s: s}
+	if run, ok := l.cmd.direct(l.rest); ok && l.read {
+		// The plain path, and every command whose arguments kong does not read: no kong
+		// (line.go).
+		return exitCode(s.Stderr, run(in))
 	}
-	var cli CLI
-	in := &invocation{ctx: ctx, opts: &cli.Options, env: env, s: s}
-	exited := -1
-	parser, err := kong.New(&cli,
-		kong.Name("refretry"),
-		kong.Description("A drop-in git update-ref that retries lock contention, and only that."),
-		kong.Writers(s.Stdout, s.Stderr),
-		kong.Help(help),
-		kong.Exit(func(code int) { exited = code }),
-		kong.PostBuild(func(k *kong.Kong) error {
-			// -h is git update-ref's (its usage, exit 129); refretry's help is --help.
-			if k.Model.HelpFlag != nil {
-				k.Model.HelpFlag.Short = 0
-			}
-			return describe(k)
-		}),
-		kong.Bind(in),
-	)
-	if err != nil {
-		fmt.Fprintf(s.Stderr, "refretry: %v\n", err)
-		return report.ExitFatal
-	}
-	kargs := own
-	if cmdWord != "" {
-		kargs = append(kargs, cmdWord)
-	}
-	switch {
-	case cmdWord == "shim" || cmdWord == "gather": // their arguments are kong's
-		kargs, rest = append(kargs, rest...), nil
-	case (cmdWord == "push" || cmdWord == "fetch") && slices.Contains(beforeDashDash(rest), "--help"):
-		kargs = append(kargs, "--help")
-	}
-	kctx, err := parser.Parse(kargs)
-	if exited >= 0 { // --help
-		return exited
-	}
-	if err != nil {
-		fmt.Fprintf(s.Stderr, "refretry: %v\n", err)
-		return exitUsage
-	}
-	if kctx.Command() == "version" && len(rest) > 0 {
-		fmt.Fprintf(s.Stderr, "refretry: version takes no arguments\n")
-		return exitUsage
-	}
-	cli.UpdateRef.Args = rest
-	cli.Push.Args = rest
-	cli.Fetch.Args = rest
-	return exitCode(s.Stderr, kctx.Run())
-}
-
-// usage is refretry's forms, at the top of its --help: the arguments of update-ref,
-// push and fetch are git's, which kong's own usage line cannot say.
-const usage = `Usage: refretry [options] <git update-ref arguments>
-       refretry [options] update-ref <git update-ref arguments>
-       refretry [options] push [--no-atomic] [--rebase] [--regenerate COMMAND] <git push arguments>
-       refretry [options] push --gather [--gather-max N] <remote> [<src>:]<branch>
-       refretry [options] gather list|land|discard <remote> <branch> [<id>...]
-       refretry [options] fetch <git fetch arguments>
-       refretry version
-       refretry shim install|uninstall [--dir DIR]
-`
-
-// help prints --help: refretry's forms, then kong's description of the options and
-// commands; a command's help is kong's alone.
-func help(options kong.HelpOptions, ctx *kong.Context) error {
-	if ctx.Selected() == nil {
-		if _, err := io.WriteString(ctx.Stdout, usage); err != nil {
-			return err
-		}
-		options.NoAppSummary = true
-	}
-	return kong.DefaultHelpPrinter(options, ctx)
-}
-
-// beforeDashDash is args up to a "--".
-func beforeDashDash(args []string) []string {
-	if i := slices.Index(args, "--"); i >= 0 {
-		return args[:i]
-	}
-	return args
+	return runKong(in, l)
 }
 
 // exitCode prints a command's error, if it needs printing, and picks the exit code.

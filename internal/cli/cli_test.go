@@ -1,110 +1,137 @@
 package cli
 
 import (
-	"reflect"
+	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/alecthomas/kong"
 )
 
-// parseWithKong parses refretry's options and command word as Run's kong path does.
-func parseWithKong(t *testing.T, args []string) (*CLI, *kong.Context, string, error) {
-	t.Helper()
-	var cli CLI
-	var help strings.Builder
-	parser, err := kong.New(&cli, kong.Name("refretry"), kong.Exit(func(int) {}),
-		kong.Writers(&help, &help), kong.PostBuild(describe))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kctx, err := parser.Parse(args)
-	return &cli, kctx, help.String(), err
+// splitArgs is readLine's split of args: refretry's options as given, the command
+// word, the command's arguments.
+func splitArgs(args []string) (own []string, word string, rest []string) {
+	l := readLine(args)
+	return l.own, l.word, l.rest
 }
 
-// TestFastOptionsMatchKong: the kong-free path reads every command line it accepts
-// exactly as kong does, and hands kong what it does not accept.
-func TestFastOptionsMatchKong(t *testing.T) {
+// run runs refretry with args and env, no git needed (--help, usage errors).
+func run(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut strings.Builder
+	code = Run(context.Background(), args, Streams{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut}, env)
+	return out.String(), errOut.String(), code
+}
+
+// TestReadLine: what the reader makes of refretry's options, the command word and the
+// command's arguments, and which shapes it leaves to kong.
+func TestReadLine(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		args []string
-		fast bool // taken by the fast path; otherwise left to kong
+		args  []string
+		read  bool
+		dirs  []string
+		flags map[string]string
+		word  string
+		rest  []string
 	}{
-		{[]string{}, true},
-		{[]string{"-C", "/tmp/a"}, true},
-		{[]string{"-C/tmp/a", "-C", "b", "--directory=c", "--directory", "d=e"}, true},
-		{[]string{"--timeout", "5s", "--max-attempts=3", "--initial-delay", "1ms", "--max-delay=2s"}, true},
-		{[]string{"--stale-after", "1m", "--git", "/usr/bin/git", "--log-format=json", "--log-file", "/tmp/x.log"}, true},
-		{[]string{"--pid-grace", "30s", "--stale-after=5m", "--pid-grace=1m"}, true},
-		{[]string{"--timeout=1s", "--timeout", "2s"}, true}, // the last one wins
-		{[]string{"--coalesce", "--break-stale-locks", "--timeout", "-"}, true},
-		{[]string{"--timeout="}, true},
-		{[]string{"--help"}, false},
-		{[]string{"--timeout", "--max-attempts=3"}, false},
-		{[]string{"-C", "-x"}, false},
+		{nil, true, nil, nil, "", nil},
+		{[]string{"-C", "/tmp/a", "refs/heads/x", "0"}, true, []string{"/tmp/a"}, nil, "", []string{"refs/heads/x", "0"}},
+		{[]string{"-C/tmp/a", "-C", "b", "--directory=c", "--directory", "d=e", "-C=f", "x"}, true, []string{"/tmp/a", "b", "c", "d=e", "=f"}, nil, "", []string{"x"}},
+		{[]string{"--timeout", "5s", "--max-attempts=3", "--initial-delay", "1ms", "--max-delay=2s", "update-ref", "-d", "x"}, true, nil,
+			map[string]string{"--timeout": "5s", "--max-attempts": "3", "--initial-delay": "1ms", "--max-delay": "2s"}, "update-ref", []string{"-d", "x"}},
+		{[]string{"--timeout=1s", "--timeout", "2s", "--log-format=json", "push", "origin"}, true, nil,
+			map[string]string{"--timeout": "2s", "--log-format": "json"}, "push", []string{"origin"}},
+		{[]string{"--coalesce", "--break-stale-locks", "--timeout", "-", "version"}, true, nil,
+			map[string]string{"--coalesce": "true", "--break-stale-locks": "true", "--timeout": "-"}, "version", nil},
+		{[]string{"--timeout=", "--git", "version", "x"}, true, nil, map[string]string{"--timeout": "", "--git": "version"}, "", []string{"x"}},
+		{[]string{"--coalesce=1", "x"}, true, nil, nil, "", []string{"--coalesce=1", "x"}},
+		{[]string{"--frob", "version"}, true, nil, nil, "", []string{"--frob", "version"}},
+		{[]string{"--", "version"}, true, nil, nil, "", []string{"--", "version"}},
+		{[]string{"shim", "install", "--dir", "d"}, true, nil, nil, "shim", []string{"install", "--dir", "d"}},
+		// Left to kong.
+		{[]string{"--help", "push", "--help"}, false, nil, nil, "push", []string{"--help"}},
+		{[]string{"--timeout", "--max-attempts=3", "x"}, false, nil, map[string]string{"--timeout": "--max-attempts=3"}, "", []string{"x"}},
+		{[]string{"-C", "-x", "version"}, false, []string{"-x"}, nil, "version", nil},
+		{[]string{"-C-x"}, false, []string{"-x"}, nil, "", nil},
+		{[]string{"--pid-grace", "-1s"}, false, nil, map[string]string{"--pid-grace": "-1s"}, "", nil},
+		{[]string{"--timeout"}, false, nil, nil, "", nil},
 	}
 	for _, tc := range cases {
-		own, _, rest := splitArgs(append(slices.Clone(tc.args), "refs/heads/x", "0123"))
-		if strings.Join(rest, " ") != "refs/heads/x 0123" {
-			t.Fatalf("%q: splitArgs left %q", tc.args, rest)
-		}
-		fast, ok := fastOptions(own)
-		if ok != tc.fast {
-			t.Errorf("%q: fast path took it = %v, want %v", tc.args, ok, tc.fast)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		cli, _, help, err := parseWithKong(t, append(own, "update-ref"))
-		if err != nil || help != "" {
-			t.Errorf("%q: fast path accepted what kong rejects (%v)", tc.args, err)
-			continue
-		}
-		if !reflect.DeepEqual(*fast, cli.Options) {
-			t.Errorf("%q:\nfast %+v\nkong %+v", tc.args, *fast, cli.Options)
+		l := readLine(tc.args)
+		if l.read != tc.read || !slices.Equal(l.dirs, tc.dirs) || !maps.Equal(l.flags, tc.flags) ||
+			l.word != tc.word || !slices.Equal(l.rest, tc.rest) {
+			t.Errorf("%q: read %v, dirs %q, flags %q, word %q, rest %q", tc.args, l.read, l.dirs, l.flags, l.word, l.rest)
 		}
 	}
 }
 
-// TestOptionTableMatchesKong: the spellings the fast path and splitArgs derive from
-// Options are kong's, one for one, and every option with a setting has a parser.
-func TestOptionTableMatchesKong(t *testing.T) {
+// TestLeftToKong: what the reader leaves to kong, kong answers with its help or a usage
+// error (exit 129), never by running a command.
+func TestLeftToKong(t *testing.T) {
 	t.Parallel()
-	_, kctx, _, err := parseWithKong(t, []string{"version"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kongNames []string
-	for _, f := range kctx.Model.Flags {
-		if f.Name != "help" {
-			kongNames = append(kongNames, "--"+f.Name)
-			if f.Short != 0 {
-				kongNames = append(kongNames, "-"+string(f.Short))
-			}
+	for _, args := range [][]string{
+		{"--timeout"},
+		{"--timeout", "--help"},
+		{"--timeout", "--", "refs/heads/x"},
+		{"--stale-after", "-1s", "version"},
+		{"-C", "-x", "refs/heads/x"},
+		{"-C-x", "push", "origin"},
+		{"-C"},
+		{"--help", "--timeout"},
+		{"--timeout", "-x", "--help"},
+		{"--timeout", "-x", "shim", "install"},
+		{"--coalesce", "--help", "gather"},
+	} {
+		if l := readLine(args); l.read {
+			t.Errorf("%q: read", args)
+			continue
+		}
+		stdout, stderr, code := run(t, nil, args...)
+		usage := code == exitUsage && stdout == "" && strings.HasPrefix(stderr, "refretry: ") && strings.Count(stderr, "\n") == 1
+		help := code == 0 && strings.HasPrefix(stdout, "Usage: refretry") && stderr == ""
+		if !usage && !help || strings.Contains(stderr, "cannot read the options") {
+			t.Errorf("%q: exit %d\nstdout %s\nstderr %s", args, code, stdout, stderr)
 		}
 	}
-	var ours []string
+	if _, stderr, _ := run(t, nil, "--timeout"); stderr != "refretry: --timeout: expected string value but got \"EOL\" (<EOL>)\n" {
+		t.Errorf("--timeout: %s", stderr)
+	}
+}
+
+// TestCommands: the command list and each command's way with its arguments, as CLI
+// declares them.
+func TestCommands(t *testing.T) {
+	t.Parallel()
+	var got []string
+	for _, c := range commandTable() {
+		kind := map[[2]bool]string{{true, false}: "git", {false, true}: "kong", {false, false}: "none"}[[2]bool{c.gitArgs, c.kongArgs}]
+		got = append(got, c.name+":"+kind+map[bool]string{true: ":default"}[c.isDefault])
+	}
+	want := []string{"update-ref:git:default", "push:git", "fetch:git", "version:none", "shim:kong", "gather:kong"}
+	if !slices.Equal(got, want) {
+		t.Errorf("commands %q, want %q", got, want)
+	}
+	if _, stderr, code := run(t, nil, "version", "extra"); code != exitUsage || stderr != "refretry: version takes no arguments\n" {
+		t.Errorf("version extra: exit %d, %s", code, stderr)
+	}
+}
+
+// TestOptionTable: every option that is a setting has a parser for its type, and an
+// option with a git config key has an environment variable.
+func TestOptionTable(t *testing.T) {
+	t.Parallel()
 	for _, o := range optionTable() {
-		ours = append(ours, o.name)
-		if o.short != "" {
-			ours = append(ours, o.short)
+		if o.envVar == "" {
+			if o.config != "" || !o.isList {
+				t.Errorf("%s: only -C may have no environment variable", o.name)
+			}
+			continue
 		}
-		if o.target >= 0 {
-			var v Values
-			_ = o.parse(&v, "1") // panics when the option's type has no parser
-		}
-		if o.envVar != "" && o.target < 0 {
-			t.Errorf("%s has an environment variable but no field in Values", o.name)
-		}
-	}
-	slices.Sort(kongNames)
-	slices.Sort(ours)
-	if !slices.Equal(kongNames, ours) {
-		t.Errorf("option spellings:\nkong %q\nours %q", kongNames, ours)
+		var v Options
+		_ = o.parse(&v, "1") // panics when the option's type has no parser
 	}
 }
 
@@ -112,13 +139,14 @@ func TestOptionTableMatchesKong(t *testing.T) {
 // git config key and default as Options and the libraries declare them.
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	_, _, help, _ := parseWithKong(t, []string{"--help"})
-	if n := strings.Count(help, "Usage:"); n != 1 {
-		t.Errorf("--help has %d Usage: lines:\n%s", n, help)
+	help, _, code := run(t, nil, "--help")
+	if n := strings.Count(help, "Usage:"); n != 1 || code != 0 {
+		t.Errorf("--help (exit %d) has %d Usage: lines:\n%s", code, n, help)
 	}
 	flat := strings.Join(strings.Fields(help), " ")
 	def := defaults()
 	for _, want := range []string{
+		"-C, --directory=PATH Run as if started in PATH (repeatable, as git -C).",
 		"env REFRETRY_TIMEOUT, config refretry.timeout; default " + def.Timeout.String(),
 		"env REFRETRY_MAX_ATTEMPTS, config refretry.maxAttempts; default " + strconv.Itoa(def.MaxAttempts),
 		"env REFRETRY_STALE_AFTER, config refretry.staleAfter; default " + def.StaleAfter.String(),
@@ -131,18 +159,20 @@ func TestHelp(t *testing.T) {
 			t.Errorf("--help lacks %q:\n%s", want, help)
 		}
 	}
-	_, _, pushHelp, _ := parseWithKong(t, []string{"push", "--help"})
-	for _, want := range []string{"--no-atomic", "--rebase"} {
-		if !strings.Contains(pushHelp, want) {
-			t.Errorf("push --help lacks %s:\n%s", want, pushHelp)
+	for _, args := range [][]string{{"push", "--help"}, {"push", "origin", "--help", "--", "x"}} {
+		pushHelp, _, _ := run(t, nil, args...)
+		for _, want := range []string{"Usage: refretry push", "--no-atomic", "--rebase"} {
+			if !strings.Contains(pushHelp, want) {
+				t.Errorf("%q lacks %s:\n%s", args, want, pushHelp)
+			}
 		}
 	}
 }
 
-// TestPIDGrace: --pid-grace resolves as every option does (flag > environment > git
-// config), defaults to 0 (the --stale-after limit), and rejects what is not a
-// non-negative duration.
-func TestPIDGrace(t *testing.T) {
+// TestResolve: every option resolves flag > caller > environment > git config >
+// default, a bad value is named after where it came from, and --pid-grace defaults to
+// 0 (the --stale-after limit).
+func TestResolve(t *testing.T) {
 	t.Parallel()
 	cfg := map[string]string{"refretry.pidgrace": "3m"}
 	cases := []struct {
@@ -161,7 +191,7 @@ func TestPIDGrace(t *testing.T) {
 		if tc.env != "" {
 			env = []string{"REFRETRY_PID_GRACE=" + tc.env}
 		}
-		v, set, err := given(&Options{PIDGrace: tc.flag}, env)
+		v, set, err := given(&Options{}, map[string]string{"--pid-grace": tc.flag}, env)
 		if err == nil {
 			v, err = withConfig(v, set, tc.cfg)
 		}
@@ -169,7 +199,15 @@ func TestPIDGrace(t *testing.T) {
 			t.Errorf("flag %q, env %q, config %v: %v (%v), want %v", tc.flag, tc.env, tc.cfg, v.PIDGrace, err, tc.want)
 		}
 	}
-	if _, _, err := given(&Options{PIDGrace: "-1s"}, nil); err == nil || err.Error() != `--pid-grace "-1s": not a non-negative duration such as 500ms, 30s or 2m` {
+	if _, _, err := given(&Options{}, map[string]string{"--pid-grace": "-1s"}, nil); err == nil || err.Error() != `--pid-grace "-1s": not a non-negative duration such as 500ms, 30s or 2m` {
 		t.Errorf("--pid-grace -1s: %v", err)
+	}
+	if _, _, err := given(&Options{}, nil, []string{"REFRETRY_COALESCE=maybe"}); err == nil || err.Error() != `REFRETRY_COALESCE="maybe": not a boolean such as 1, true, 0 or false` {
+		t.Errorf("REFRETRY_COALESCE=maybe: %v", err)
+	}
+	// The shim sets --git as a caller: it beats REFRETRY_GIT.
+	v, set, err := given(&Options{Dirs: []string{"d"}, Git: "/shim/git"}, nil, []string{"REFRETRY_GIT=/env/git", "REFRETRY_MAX_ATTEMPTS=7"})
+	if err != nil || v.Git != "/shim/git" || !set["--git"] || v.MaxAttempts != 7 || !slices.Equal(v.Dirs, []string{"d"}) {
+		t.Errorf("shim: %+v %v %v", v, set, err)
 	}
 }

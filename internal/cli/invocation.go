@@ -16,12 +16,13 @@ import (
 // they set, git config once it has been read). Commands read from it; nothing flows
 // back up.
 type invocation struct {
-	ctx  context.Context
-	opts *Options
-	env  []string
-	s    Streams
+	ctx   context.Context
+	opts  *Options          // -C's directories, and any option the caller set (the shim's --git)
+	flags map[string]string // the command line's text of every other option, by spelling (line.go)
+	env   []string
+	s     Streams
 
-	values Values            // from the command line and the environment (check)
+	values Options           // from the caller, the command line and the environment (check)
 	set    map[string]bool   // the options those set, by flag name
 	config map[string]string // git config's refretry.* keys, lower-cased; nil until read
 }
@@ -32,7 +33,7 @@ func (in *invocation) getenv(key string) string { return gitexec.Getenv(in.env, 
 // check resolves the command line and the environment, which are known before git
 // runs: a bad value there is a usage error (exit 129).
 func (in *invocation) check() error {
-	v, set, err := given(in.opts, in.env)
+	v, set, err := given(in.opts, in.flags, in.env)
 	in.values, in.set = v, set
 	return err
 }
@@ -99,7 +100,7 @@ func (in *invocation) logConfigured(read bool) (ci.Format, string) {
 	if read {
 		cfg = in.readConfig()
 	}
-	v := Values{}
+	v := Options{}
 	for _, o := range optionTable() {
 		if o.name != "--log-format" && o.name != "--log-file" {
 			continue

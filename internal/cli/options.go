@@ -3,13 +3,10 @@ package cli
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/alecthomas/kong"
 
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/gitexec"
@@ -17,87 +14,82 @@ import (
 	"github.com/refretry/refretry/transaction"
 )
 
-// Options are refretry's own options, each declared here once. kong reads a flag's
-// spelling and help from the tags; `envvar` and `gitconfig` name the environment
-// variable and the git config key that stand in for a flag not given; the value's type
-// is that of the field of the same name in Values, and its default is the library's
-// (defaults). Precedence: flag > environment > git config > default.
+// Options are refretry's own options, each declared here once and nowhere else: its
+// spelling (the name and short tags, which kong and the reader in line.go both read),
+// its help, the environment variable (envvar) and the git config key (gitconfig) that
+// stand in for it when it is not given, what applies when it is unset if that is not a
+// value (unset), and its type, the field's. Its default is the library's (defaults).
+// Precedence: flag > environment > git config > default. An option with no environment
+// variable (-C) is the command line's alone.
 //
-// The fields hold the text as given. kong and the fast path (fastOptions) fill them
-// the same way; resolve turns them into Values.
+// The command line gives text, which line.go keeps as given until check resolves it
+// (so that a bad value is reported where it came from). A caller may also set fields
+// directly, as the shim does: a field set counts as given on the command line. The
+// resolved values are Options too.
 type Options struct {
-	Dirs            []string `short:"C" name:"directory" sep:"none" placeholder:"PATH" help:"Run as if started in PATH (repeatable, as git -C)."`
-	Git             string   `placeholder:"PATH" envvar:"REFRETRY_GIT" help:"git executable to run."`
-	Timeout         string   `placeholder:"DURATION" envvar:"REFRETRY_TIMEOUT" gitconfig:"refretry.timeout" help:"Total retry budget: no attempt starts after it."`
-	MaxAttempts     string   `placeholder:"N" envvar:"REFRETRY_MAX_ATTEMPTS" gitconfig:"refretry.maxAttempts" help:"Most attempts, the first included; 0 means no cap."`
-	InitialDelay    string   `placeholder:"DURATION" envvar:"REFRETRY_INITIAL_DELAY" gitconfig:"refretry.initialDelay" help:"Delay before the first retry, before jitter."`
-	MaxDelay        string   `placeholder:"DURATION" envvar:"REFRETRY_MAX_DELAY" gitconfig:"refretry.maxDelay" help:"Cap on the delay between attempts."`
-	StaleAfter      string   `placeholder:"DURATION" envvar:"REFRETRY_STALE_AFTER" gitconfig:"refretry.staleAfter" help:"A lock older than this is stale: stop at once instead of waiting."`
-	PIDGrace        string   `name:"pid-grace" placeholder:"DURATION" envvar:"REFRETRY_PID_GRACE" gitconfig:"refretry.pidGrace" help:"A lock whose ~pid.lock holder is not running here is stale only once older than this: a holder in another container's pid namespace looks the same."`
-	BreakStaleLocks bool     `envvar:"REFRETRY_BREAK_STALE_LOCKS" gitconfig:"refretry.breakStaleLocks" help:"Remove a stale lock (older than --stale-after with no running holder on record, or than --pid-grace with a holder pid not running here), then retry."`
-	Coalesce        bool     `envvar:"REFRETRY_COALESCE" gitconfig:"refretry.coalesce" help:"Let concurrent single-ref updates of one repository be committed together by one git, on the files backend too (on by default for reftable; docs/coalescing.md)."`
-	LogFormat       string   `placeholder:"FORMAT" envvar:"REFRETRY_LOG_FORMAT" gitconfig:"refretry.logFormat" help:"Log format on stderr: auto, text, json, github or gitlab (auto: github or gitlab when detected, else refretry's plain lines)."`
-	LogFile         string   `placeholder:"PATH" envvar:"REFRETRY_LOG_FILE" gitconfig:"refretry.logFile" help:"Also append JSON lines to PATH."`
+	Dirs            []string      `name:"directory" short:"C" sep:"none" placeholder:"PATH" help:"Run as if started in PATH (repeatable, as git -C)."`
+	Git             string        `name:"git" placeholder:"PATH" envvar:"REFRETRY_GIT" unset:"git on PATH" help:"git executable to run."`
+	Timeout         time.Duration `name:"timeout" placeholder:"DURATION" envvar:"REFRETRY_TIMEOUT" gitconfig:"refretry.timeout" help:"Total retry budget: no attempt starts after it."`
+	MaxAttempts     int           `name:"max-attempts" placeholder:"N" envvar:"REFRETRY_MAX_ATTEMPTS" gitconfig:"refretry.maxAttempts" help:"Most attempts, the first included; 0 means no cap."`
+	InitialDelay    time.Duration `name:"initial-delay" placeholder:"DURATION" envvar:"REFRETRY_INITIAL_DELAY" gitconfig:"refretry.initialDelay" help:"Delay before the first retry, before jitter."`
+	MaxDelay        time.Duration `name:"max-delay" placeholder:"DURATION" envvar:"REFRETRY_MAX_DELAY" gitconfig:"refretry.maxDelay" help:"Cap on the delay between attempts."`
+	StaleAfter      time.Duration `name:"stale-after" placeholder:"DURATION" envvar:"REFRETRY_STALE_AFTER" gitconfig:"refretry.staleAfter" help:"A lock older than this is stale: stop at once instead of waiting."`
+	PIDGrace        time.Duration `name:"pid-grace" placeholder:"DURATION" envvar:"REFRETRY_PID_GRACE" gitconfig:"refretry.pidGrace" unset:"--stale-after" help:"A lock whose ~pid.lock holder is not running here is stale only once older than this: a holder in another container's pid namespace looks the same."`
+	BreakStaleLocks bool          `name:"break-stale-locks" envvar:"REFRETRY_BREAK_STALE_LOCKS" gitconfig:"refretry.breakStaleLocks" help:"Remove a stale lock (older than --stale-after with no running holder on record, or than --pid-grace with a holder pid not running here), then retry."`
+	Coalesce        bool          `name:"coalesce" envvar:"REFRETRY_COALESCE" gitconfig:"refretry.coalesce" help:"Let concurrent single-ref updates of one repository be committed together by one git, on the files backend too (on by default for reftable; docs/coalescing.md)."`
+	LogFormat       ci.Format     `name:"log-format" placeholder:"FORMAT" envvar:"REFRETRY_LOG_FORMAT" gitconfig:"refretry.logFormat" help:"Log format on stderr: auto, text, json, github or gitlab (auto: github or gitlab when detected, else refretry's plain lines)."`
+	LogFile         string        `name:"log-file" placeholder:"PATH" envvar:"REFRETRY_LOG_FILE" gitconfig:"refretry.logFile" help:"Also append JSON lines to PATH."`
 }
 
-// Values are refretry's settings, resolved: for each option of Options that has an
-// environment variable, a field of the same name and of the option's type.
-type Values struct {
-	Git             string
-	Timeout         time.Duration
-	MaxAttempts     int
-	InitialDelay    time.Duration
-	MaxDelay        time.Duration
-	StaleAfter      time.Duration
-	PIDGrace        time.Duration // 0: StaleAfter
-	BreakStaleLocks bool
-	Coalesce        bool
-	LogFormat       ci.Format
-	LogFile         string
-}
+// Values is the name updateref.go still gives resolved Options.
+type Values = Options
 
 // defaults are the values no flag, environment variable or git config sets: the
 // libraries' own.
-func defaults() Values {
+func defaults() Options {
 	p := retry.DefaultPolicy()
-	return Values{
+	return Options{
 		Git: "git", Timeout: p.Timeout, MaxAttempts: p.MaxAttempts, InitialDelay: p.InitialDelay,
 		MaxDelay: p.MaxDelay, StaleAfter: transaction.DefaultStaleAfter, LogFormat: "auto",
 	}
 }
 
 // Policy is the retry policy the values give.
-func (v Values) Policy() retry.Policy {
+func (v Options) Policy() retry.Policy {
 	p := retry.DefaultPolicy()
 	p.Timeout, p.MaxAttempts, p.InitialDelay, p.MaxDelay = v.Timeout, v.MaxAttempts, v.InitialDelay, v.MaxDelay
 	return p
 }
 
-// option is one field of Options as the fast path, the resolver and the help need it.
+// option is one field of Options as the reader, the resolver, the help and the README
+// table need it.
 type option struct {
 	index  int    // in Options
 	name   string // "--timeout"
 	short  string // "-C", or ""
 	isBool bool
-	envVar string
+	isList bool   // repeatable: each value is kept (-C)
+	envVar string // "": not a setting, the command line's alone
 	config string // git config key, lower-cased as git config --get-regexp prints it
-	target int    // index in Values; -1 for none
+	tag    reflect.StructTag
 }
 
-// optionTable is Options read once by reflection: the one declaration every parser
-// and resolver here works from.
+// optionTable is Options read once by reflection: the one declaration every reader,
+// resolver and description here works from.
 var optionTable = sync.OnceValue(func() []option {
-	ot, vt := reflect.TypeFor[Options](), reflect.TypeFor[Values]()
-	table := make([]option, 0, ot.NumField())
-	for i := range ot.NumField() {
-		f := ot.Field(i)
-		o := option{index: i, name: "--" + flagName(f), isBool: f.Type.Kind() == reflect.Bool,
-			envVar: f.Tag.Get("envvar"), config: strings.ToLower(f.Tag.Get("gitconfig")), target: -1}
+	t := reflect.TypeFor[Options]()
+	table := make([]option, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := f.Tag.Get("name")
+		if name == "" {
+			// kong would derive one from the field's name its own way.
+			panic("cli: option " + f.Name + " has no name tag")
+		}
+		o := option{index: i, name: "--" + name, isBool: f.Type.Kind() == reflect.Bool, isList: f.Type.Kind() == reflect.Slice,
+			envVar: f.Tag.Get("envvar"), config: strings.ToLower(f.Tag.Get("gitconfig")), tag: f.Tag}
 		if s := f.Tag.Get("short"); s != "" {
 			o.short = "-" + s
-		}
-		if v, ok := vt.FieldByName(f.Name); ok {
-			o.target = v.Index[0]
 		}
 		table = append(table, o)
 	}
@@ -105,7 +97,7 @@ var optionTable = sync.OnceValue(func() []option {
 })
 
 // flagName is a field's flag name as kong spells it: the name tag, or the field's
-// name in kebab case.
+// name in kebab case (PushCmd's options, push.go).
 func flagName(f reflect.StructField) string {
 	if n := f.Tag.Get("name"); n != "" {
 		return n
@@ -133,29 +125,17 @@ func lookup(spelling string) (option, bool) {
 	return option{}, false
 }
 
-// text is the option's value as given on the command line, "" when not given.
-func (o option) text(opts *Options) string {
-	f := reflect.ValueOf(opts).Elem().Field(o.index)
-	switch f.Kind() {
-	case reflect.Bool:
-		if f.Bool() {
-			return "true"
-		}
-		return ""
-	case reflect.String:
-		return f.String()
-	}
-	return ""
+// field is the option's field in opts.
+func (o option) field(opts *Options) reflect.Value {
+	return reflect.ValueOf(opts).Elem().Field(o.index)
 }
 
-// explicit is the option's value given on the command line or, failing that, in the
-// environment, with where it came from for messages; "" when neither gave one.
-func (o option) explicit(opts *Options, env []string) (value, from string) {
-	if v := o.text(opts); v != "" {
+// explicit is the option's text given on the command line (flags, by spelling) or,
+// failing that, in the environment, with where it came from for messages; "" when
+// neither gave one.
+func (o option) explicit(flags map[string]string, env []string) (value, from string) {
+	if v := flags[o.name]; v != "" {
 		return v, o.name + " " + strconv.Quote(v)
-	}
-	if o.envVar == "" {
-		return "", ""
 	}
 	if v := gitexec.Getenv(env, o.envVar); v != "" {
 		return v, o.envVar + "=" + strconv.Quote(v)
@@ -163,9 +143,9 @@ func (o option) explicit(opts *Options, env []string) (value, from string) {
 	return "", ""
 }
 
-// parse reads text into the field of Values the option sets, by that field's type.
-func (o option) parse(into *Values, text string) error {
-	f := reflect.ValueOf(into).Elem().Field(o.target)
+// parse reads text into the option's field of into, by that field's type.
+func (o option) parse(into *Options, text string) error {
+	f := o.field(into)
 	switch f.Interface().(type) {
 	case time.Duration:
 		d, err := time.ParseDuration(text)
@@ -199,16 +179,22 @@ func (o option) parse(into *Values, text string) error {
 	return nil
 }
 
-// given resolves what the command line and the environment say, known before git
-// runs: a bad value there is a usage error (exit 129). set holds the options that
-// were given.
-func given(opts *Options, env []string) (v Values, set map[string]bool, err error) {
+// given resolves what the caller, the command line (flags: each option's text, by
+// spelling) and the environment say, known before git runs: a bad value there is a
+// usage error (exit 129). set holds the options that were given.
+func given(opts *Options, flags map[string]string, env []string) (v Options, set map[string]bool, err error) {
 	v, set = defaults(), map[string]bool{}
+	v.Dirs = opts.Dirs
 	for _, o := range optionTable() {
-		if o.target < 0 {
+		if o.envVar == "" {
 			continue
 		}
-		text, from := o.explicit(opts, env)
+		if f := o.field(opts); !f.IsZero() { // set by the caller
+			o.field(&v).Set(f)
+			set[o.name] = true
+			continue
+		}
+		text, from := o.explicit(flags, env)
 		if text == "" {
 			continue
 		}
@@ -223,7 +209,7 @@ func given(opts *Options, env []string) (v Values, set map[string]bool, err erro
 // withConfig completes values from git config (keys lower-cased) for the options
 // neither the command line nor the environment set. A bad value there is an error,
 // named after its key.
-func withConfig(v Values, set map[string]bool, cfg map[string]string) (Values, error) {
+func withConfig(v Options, set map[string]bool, cfg map[string]string) (Options, error) {
 	for _, o := range optionTable() {
 		if err := o.fromConfig(&v, set, cfg); err != nil {
 			return v, err
@@ -234,8 +220,8 @@ func withConfig(v Values, set map[string]bool, cfg map[string]string) (Values, e
 
 // fromConfig sets the option's value from git config, unless it was set already or
 // git config has none.
-func (o option) fromConfig(v *Values, set map[string]bool, cfg map[string]string) error {
-	if o.target < 0 || o.config == "" || set[o.name] {
+func (o option) fromConfig(v *Options, set map[string]bool, cfg map[string]string) error {
+	if o.config == "" || set[o.name] {
 		return nil
 	}
 	text, ok := cfg[o.config]
@@ -262,117 +248,21 @@ func gitBool(v string) (on, ok bool) {
 	return false, false
 }
 
-// fastOptions fills Options from own (as splitArgs returns it) without kong, when
-// every option is one of refretry's in a form kong reads the same way. ok is false for
-// --help, a missing value, or anything else kong should judge. kong builds its model
-// by reflection on every start (about 1.5 ms of CPU, docs/benchmarks.md), which a
-// plain update would otherwise pay; TestFastOptionsMatchKong holds the two to the
-// same result.
-func fastOptions(own []string) (opts *Options, ok bool) {
-	opts = &Options{}
-	val := reflect.ValueOf(opts).Elem()
-	for i := 0; i < len(own); i++ {
-		spelling, value, hasValue := strings.Cut(own[i], "=")
-		if strings.HasPrefix(own[i], "-C") {
-			spelling, hasValue = own[i], false // -C takes the next argument, whatever it is
-		}
-		o, known := lookup(spelling)
-		switch {
-		case !known:
-			return nil, false
-		case o.isBool:
-			if hasValue {
-				return nil, false
-			}
-			val.Field(o.index).SetBool(true)
-			continue
-		}
-		if !hasValue {
-			if i+1 >= len(own) || strings.HasPrefix(own[i+1], "-") && own[i+1] != "-" {
-				return nil, false // kong decides what a value that looks like an option is
-			}
-			i++
-			value = own[i]
-		}
-		switch f := val.Field(o.index); f.Kind() {
-		case reflect.Slice:
-			f.Set(reflect.Append(f, reflect.ValueOf(value)))
-		default:
-			f.SetString(value)
-		}
+// about is what Options declares of the option beside its help, as --help and the
+// README say it: its environment variable (=1 for a switch), its git config key, and
+// what applies when it is unset: said in words (unset), or the default value (def, ""
+// for none: off, or an empty string).
+func (o option) about() (env, config, unset, def string) {
+	if o.envVar == "" {
+		return "", "", "", ""
 	}
-	return opts, true
-}
-
-// commands are the words that name a command; any other first argument after
-// refretry's options starts update-ref's.
-var commands = []string{"update-ref", "version", "push", "fetch", "shim", "gather"}
-
-// splitArgs separates refretry's own options (which come first), the optional command
-// word, and the command's arguments (everything from the first other argument on).
-func splitArgs(args []string) (own []string, cmdWord string, rest []string) {
-	i := 0
-scan:
-	for ; i < len(args); i++ {
-		a := args[i]
-		spelling, _, hasValue := strings.Cut(a, "=")
-		o, known := lookup(spelling)
-		switch {
-		case a == "--help":
-			own = append(own, a)
-		case strings.HasPrefix(a, "-C") && len(a) > 2:
-			own = append(own, "-C", a[2:])
-		case !known:
-			break scan
-		case o.isBool:
-			if hasValue {
-				break scan // not a spelling of refretry's: update-ref's (git rejects it)
-			}
-			own = append(own, a)
-		case hasValue && strings.HasPrefix(a, "--"):
-			own = append(own, a)
-		case i+1 < len(args):
-			own = append(own, a, args[i+1])
-			i++
-		default:
-			own = append(own, a) // kong reports the missing value
-		}
+	env = o.envVar
+	if o.isBool {
+		env += "=1"
 	}
-	if i < len(args) && slices.Contains(commands, args[i]) {
-		cmdWord = args[i]
-		i++
+	unset = o.tag.Get("unset")
+	if d := reflect.ValueOf(defaults()).Field(o.index).Interface(); unset == "" && d != false && d != "" {
+		def = fmt.Sprint(d)
 	}
-	return own, cmdWord, args[i:]
-}
-
-// describe adds to each flag's help what Options declares beside it: its environment
-// variable, its git config key and its default. It runs once kong has built the model.
-func describe(k *kong.Kong) error {
-	def := reflect.ValueOf(defaults())
-	for _, f := range k.Model.Flags {
-		o, ok := lookup("--" + f.Name)
-		if !ok || o.envVar == "" {
-			continue
-		}
-		var where []string
-		env := "env " + o.envVar
-		if o.isBool {
-			env += "=1"
-		}
-		where = append(where, env)
-		if c := f.Tag.Get("gitconfig"); c != "" {
-			where = append(where, "config "+c)
-		}
-		about := strings.Join(where, ", ")
-		switch d := def.Field(o.target).Interface(); {
-		case o.name == "--git":
-			about += "; default: git on PATH"
-		case o.name == "--pid-grace":
-			about += "; default: --stale-after"
-		case d != false && d != "":
-			about += fmt.Sprintf("; default %v", d)
-		}
-		f.Help = strings.TrimSuffix(f.Help, ".") + " (" + about + ")."
-	}
-	return nil
+	return env, o.tag.Get("gitconfig"), unset, def
 }
