@@ -55,20 +55,7 @@ func (r *Runner) List(ctx context.Context) (Listing, error) {
 func (r *Runner) Land(ctx context.Context) (Result, error) {
 	u := r.newRun(ctx)
 	defer u.cleanup()
-	// The lease's value must be an object the remote has or is sent: a commit of
-	// refretry's own, unique to this run, so that no job mistakes the lease for its.
-	id, err := newID()
-	if err != nil {
-		return u.res, err
-	}
-	empty, err := u.repo.Output(ctx, "mktree")
-	if err != nil {
-		return u.res, err
-	}
-	info := replay.Commit{Message: []byte("refretry gather land " + id + "\n"),
-		Author: replay.Ident{Name: "refretry", Email: "refretry@localhost"}}
-	info.Committer = info.Author
-	marker, err := u.repo.CommitTree(ctx, info, empty, "", false)
+	marker, err := u.leaseMarker(ctx)
 	if err != nil {
 		return u.res, err
 	}
@@ -112,6 +99,24 @@ func (r *Runner) Land(ctx context.Context) (Result, error) {
 			return u.res, err
 		}
 	}
+}
+
+// leaseMarker makes the value Land holds the lease at. It must be an object the
+// remote has or is sent: a commit of refretry's own, with an empty tree, unique to
+// this run, so that no job mistakes the lease for its.
+func (u *run) leaseMarker(ctx context.Context) (string, error) {
+	id, err := newID()
+	if err != nil {
+		return "", err
+	}
+	empty, err := u.repo.Output(ctx, "mktree")
+	if err != nil {
+		return "", err
+	}
+	info := replay.Commit{Message: []byte("refretry gather land " + id + "\n"),
+		Author: replay.Ident{Name: "refretry", Email: "refretry@localhost"}}
+	info.Committer = info.Author
+	return u.repo.CommitTree(ctx, info, empty, "", false)
 }
 
 // Discard removes staged commits (by id) from the remote in one atomic push, marking
