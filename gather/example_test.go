@@ -1,0 +1,74 @@
+package gather_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/refretry/refretry/gather"
+)
+
+// Each job of a matrix lands its commit on main through a gather: it stages the
+// commit, and waits until some job's gather has put it on the branch.
+func ExampleRunner() {
+	r := &gather.Runner{
+		Dirs: []string{"."}, Env: os.Environ(),
+		Remote: "origin", Branch: "main",
+		Stderr: os.Stderr,
+		Note:   func(kind, msg string) { fmt.Fprintln(os.Stderr, msg) },
+	}
+	res, err := r.Run(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err) // a *ConflictError, *NotLandedError, *DiscardedError, …
+		os.Exit(1)
+	}
+	fmt.Printf("%s is on main (staged as %s; %d pushes)\n", res.Staged, res.ID, res.Pushes)
+}
+
+// An operator looks at what is staged for main on the remote, and discards a commit
+// that must not land: its job, if it still waits, fails instead of waiting on.
+func ExampleRunner_Discard() {
+	dir, err := os.MkdirTemp("", "refretry-gather-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	remote, work := filepath.Join(dir, "remote.git"), filepath.Join(dir, "work")
+	git := func(args ...string) {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			panic(fmt.Sprintf("git %s: %v\n%s", strings.Join(args, " "), err, out))
+		}
+	}
+	git("init", "-q", "--bare", remote)
+	git("init", "-q", work)
+	git("-C", work, "-c", "user.name=CI", "-c", "user.email=ci@example.com",
+		"commit", "-q", "--allow-empty", "-m", "job 7's result")
+	// What a job that staged its commit and then died leaves: its staged ref,
+	// refs/refretry/gather/<branch>/<id>, the id a UUIDv7 that says when.
+	id := "0190a8c2-3f40-7000-8000-000000000007"
+	git("-C", work, "push", "-q", remote, "HEAD:refs/refretry/gather/main/"+id)
+
+	r := &gather.Runner{Dirs: []string{work}, Env: os.Environ(), Remote: remote, Branch: "main"}
+	ctx := context.Background()
+	list := func() {
+		l, err := r.List(ctx)
+		if err != nil {
+			panic(err)
+		}
+		for _, e := range l.Entries {
+			fmt.Println(e.State, e.Ref, e.At.UTC().Format(time.RFC3339))
+		}
+	}
+	list()
+	if err := r.Discard(ctx, []string{id}); err != nil {
+		panic(err)
+	}
+	list()
+	// Output:
+	// staged refs/refretry/gather/main/0190a8c2-3f40-7000-8000-000000000007 2024-07-12T21:03:40Z
+	// discarded refs/refretry/discarded/main/0190a8c2-3f40-7000-8000-000000000007 2024-07-12T21:03:40Z
+}
