@@ -4,8 +4,9 @@
 // A [Policy] (start from [DefaultPolicy]) is the schedule and the budget; [Retrier.Do]
 // is the loop that follows it; [Jitter] is the randomisation, as a pure function. The
 // loop reports each attempt as an [Attempt] and ends with nil, the operation's final
-// error, an [*ExhaustedError] or a [*ResolveError]. The runners of packages
-// transaction, push and fetch run in this loop and take and return the same values.
+// error, an [*ExhaustedError] or a [*ResolveError] (or, for a policy that cannot work,
+// an error wrapping [ErrInvalidPolicy]). The runners of packages transaction, push and
+// fetch run in this loop and take and return the same values.
 //
 // The contract:
 //
