@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,21 +24,7 @@ import (
 // (internal/harness/fakegit): its first invocations replay a failure captured from
 // real git (testdata/stderr), the later ones are the real git, in a repository where
 // refs/heads/x is at A and B is another commit. The retry loop runs on a clock that
-// never sleeps; with a jitter of 0.5 and a random draw of 0.25 every wait is 3/4 of
-// the policy's nominal delay, so the waits asked for are exact.
-var sessionPolicy = retry.Policy{Timeout: time.Minute, MaxAttempts: 10, InitialDelay: 10 * time.Millisecond,
-	MaxDelay: time.Second, Multiplier: 2, Jitter: 0.5}
-
-func sessionRand() float64 { return 0.25 }
-
-// waits are the first n waits sessionPolicy asks for with sessionRand.
-func waits(n int) []time.Duration {
-	var ws []time.Duration
-	for d := sessionPolicy.InitialDelay; len(ws) < n; d *= 2 {
-		ws = append(ws, d*3/4)
-	}
-	return ws
-}
+// never sleeps, under fakegittest.Policy, so that the waits it asks for are exact.
 
 // sessionRepo is a repository with x at A, and the fake git in front of the real one.
 type sessionRepo struct {
@@ -88,59 +73,34 @@ type sessionResult struct {
 	code           int
 	err            error
 	stdout, stderr string
-	attempts       []retry.Attempt
-	slept          []time.Duration
+	attempts       *fakegittest.Attempts
+	clock          *fakegittest.Clock
 }
 
-// classes are the attempts' outcomes: a failure's class, or "ok".
-func (r sessionResult) classes() []failure.Class {
-	var cs []failure.Class
-	for _, a := range r.attempts {
-		var e *failure.Error
-		switch {
-		case a.Err == nil:
-			cs = append(cs, "ok")
-		case errors.As(a.Err, &e):
-			cs = append(cs, e.Class)
-		default:
-			cs = append(cs, "?")
-		}
-	}
-	return cs
-}
-
-// delays are the pauses the retry loop reported after each attempt.
-func (r sessionResult) delays() []time.Duration {
-	var ds []time.Duration
-	for _, a := range r.attempts {
-		if !a.Final {
-			ds = append(ds, a.Delay)
-		}
-	}
-	return ds
+// check checks the attempts' outcomes and the waits the loop asked for.
+func (r sessionResult) check(t *testing.T, classes []failure.Class, waits []time.Duration) {
+	t.Helper()
+	r.attempts.Check(t, r.clock, classes, waits)
 }
 
 // run runs update-ref with args and stdin through the fake git under policy.
 func (s *sessionRepo) run(t *testing.T, policy retry.Policy, stdin io.Reader, args ...string) sessionResult {
 	t.Helper()
-	var res sessionResult
-	var mu sync.Mutex
-	clock := fakegittest.NewClock()
+	res := sessionResult{attempts: &fakegittest.Attempts{}, clock: fakegittest.NewClock()}
 	runner := &Runner{
 		Git: s.fake.Bin, Dirs: []string{s.repo.Dir}, Env: s.fake.Env(s.repo.Env),
 		Settings: func() (Settings, error) {
 			return Settings{Policy: policy, StaleAfter: DefaultStaleAfter}, nil
 		},
-		OnAttempt: func(a retry.Attempt) { mu.Lock(); res.attempts = append(res.attempts, a); mu.Unlock() },
-		Clock:     clock, Rand: sessionRand,
+		OnAttempt: res.attempts.Record, Clock: res.clock, Rand: fakegittest.Rand,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	out, err := runner.Run(ctx, ParseArgs(args), stdin, &stdout, &stderr)
-	res.code, res.err, res.stdout, res.stderr, res.slept = out.ExitCode, err, stdout.String(), stderr.String(), clock.Slept()
-	if out.Attempts != len(res.attempts) {
-		t.Errorf("Result.Attempts %d, but OnAttempt was called %d times", out.Attempts, len(res.attempts))
+	res.code, res.err, res.stdout, res.stderr = out.ExitCode, err, stdout.String(), stderr.String()
+	if n := len(res.attempts.List()); out.Attempts != n {
+		t.Errorf("Result.Attempts %d, but OnAttempt was called %d times", out.Attempts, n)
 	}
 	return res
 }
@@ -185,7 +145,7 @@ func testSessionReplay(t *testing.T, bin string, g testutil.Git) {
 			s := newSessionRepo(t, bin, g, tc.backend)
 			s.replay(t, tc.fixture, 2)
 			tx := "start\nupdate refs/heads/x " + s.B + " " + s.A + "\n" + strings.Join(tc.verbs, "\n") + "\n"
-			r := s.run(t, sessionPolicy, strings.NewReader(tx), "--stdin")
+			r := s.run(t, fakegittest.Policy(), strings.NewReader(tx), "--stdin")
 			if r.code != 0 || r.err != nil {
 				t.Fatalf("exit %d, err %v\nstderr:\n%s", r.code, r.err, r.stderr)
 			}
@@ -206,7 +166,7 @@ func testSessionReplay(t *testing.T, bin string, g testutil.Git) {
 			if got := s.x(t); got != s.B {
 				t.Errorf("x = %s, want %s: the real git did not get the whole transaction", got, s.B)
 			}
-			checkAttempts(t, r, []failure.Class{failure.LockContention, failure.LockContention, "ok"}, waits(2))
+			r.check(t, []failure.Class{failure.LockContention, failure.LockContention, "ok"}, fakegittest.Waits(2))
 			if n := s.fake.Calls(t); n != 3 {
 				t.Errorf("update-ref ran %d times, want 3", n)
 			}
@@ -230,7 +190,7 @@ func testSessionReplayFile(t *testing.T, bin string, g testutil.Git) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r := s.run(t, sessionPolicy, f, "--stdin")
+	r := s.run(t, fakegittest.Policy(), f, "--stdin")
 	if r.code != 0 || r.err != nil {
 		t.Fatalf("exit %d, err %v\nstderr:\n%s", r.code, r.err, r.stderr)
 	}
@@ -240,7 +200,7 @@ func testSessionReplayFile(t *testing.T, bin string, g testutil.Git) {
 	if got := s.x(t); got != s.B {
 		t.Errorf("x = %s, want %s", got, s.B)
 	}
-	checkAttempts(t, r, []failure.Class{failure.LockContention, "ok"}, waits(1))
+	r.check(t, []failure.Class{failure.LockContention, "ok"}, fakegittest.Waits(1))
 }
 
 // testSessionFinal: git fails at prepare because x is not at the old value given; a
@@ -251,7 +211,7 @@ func testSessionFinal(t *testing.T, bin string, g testutil.Git) {
 	s := newSessionRepo(t, bin, g, "files")
 	c := s.replay(t, "cas-mismatch-stdin-prepare", 1)
 	tx := "start\nupdate refs/heads/x " + s.B + " " + s.A + "\nprepare\ncommit\n"
-	r := s.run(t, sessionPolicy, strings.NewReader(tx), "--stdin")
+	r := s.run(t, fakegittest.Policy(), strings.NewReader(tx), "--stdin")
 	var e *failure.Error
 	var ex *retry.ExhaustedError
 	if !errors.As(r.err, &e) || e.Class != failure.Conflict || errors.As(r.err, &ex) {
@@ -266,7 +226,7 @@ func testSessionFinal(t *testing.T, bin string, g testutil.Git) {
 	if got := s.x(t); got != s.A {
 		t.Errorf("x = %s: the update was retried and applied", got)
 	}
-	checkAttempts(t, r, []failure.Class{failure.Conflict}, nil)
+	r.check(t, []failure.Class{failure.Conflict}, nil)
 }
 
 // testSessionGaveUp: the lock is never released. The run ends when the budget does,
@@ -274,7 +234,7 @@ func testSessionFinal(t *testing.T, bin string, g testutil.Git) {
 // the last failure, git's last output once and its exit code; "start: ok" reached
 // the caller once; nothing was applied.
 func testSessionGaveUp(t *testing.T, bin string, g testutil.Git) {
-	capped, timed := sessionPolicy, sessionPolicy
+	capped, timed := fakegittest.Policy(), fakegittest.Policy()
 	capped.MaxAttempts = 3
 	// After two attempts 7.5 ms have passed and the next wait is 15 ms: past 20 ms.
 	timed.MaxAttempts, timed.Timeout = 0, 20*time.Millisecond
@@ -310,7 +270,7 @@ func testSessionGaveUp(t *testing.T, bin string, g testutil.Git) {
 				t.Errorf("x = %s, want it unchanged", got)
 			}
 			want := slices.Repeat([]failure.Class{failure.LockContention}, tc.attempts)
-			checkAttempts(t, r, want, waits(tc.attempts-1))
+			r.check(t, want, fakegittest.Waits(tc.attempts-1))
 		})
 	}
 }
@@ -339,7 +299,7 @@ func testSessionFraming(t *testing.T, bin string, g testutil.Git) {
 			if tc.nul {
 				args = []string{"-z", "--stdin"}
 			}
-			r := s.run(t, sessionPolicy, strings.NewReader(tc.input), args...)
+			r := s.run(t, fakegittest.Policy(), strings.NewReader(tc.input), args...)
 			var e *failure.Error
 			if !errors.As(r.err, &e) || e.Class != failure.InvalidInput {
 				t.Errorf("err %v, want invalid input", r.err)
@@ -350,7 +310,7 @@ func testSessionFraming(t *testing.T, bin string, g testutil.Git) {
 			if r.stdout != string(c.Stdout) || r.stderr != string(c.Stderr) {
 				t.Errorf("stdout %q, stderr %q; real git printed %q, %q", r.stdout, r.stderr, c.Stdout, c.Stderr)
 			}
-			checkAttempts(t, r, []failure.Class{failure.InvalidInput}, nil)
+			r.check(t, []failure.Class{failure.InvalidInput}, nil)
 		})
 	}
 }
@@ -365,7 +325,7 @@ func testSessionNUL(t *testing.T, bin string, g testutil.Git) {
 		s := newSessionRepo(t, bin, g, "files")
 		s.replay(t, "lock-ref-stdin-z", 1)
 		in := "update refs/heads/x\x00" + s.B + "\x00" + s.A + "\x00"
-		r := s.run(t, sessionPolicy, strings.NewReader(in), "-z", "--stdin")
+		r := s.run(t, fakegittest.Policy(), strings.NewReader(in), "-z", "--stdin")
 		if r.code != 0 || r.err != nil || r.stdout != "" || r.stderr != "" {
 			t.Fatalf("exit %d, err %v, stdout %q, stderr %q", r.code, r.err, r.stdout, r.stderr)
 		}
@@ -375,7 +335,7 @@ func testSessionNUL(t *testing.T, bin string, g testutil.Git) {
 		if got := s.x(t); got != s.B {
 			t.Errorf("x = %s, want %s", got, s.B)
 		}
-		checkAttempts(t, r, []failure.Class{failure.LockContention, "ok"}, waits(1))
+		r.check(t, []failure.Class{failure.LockContention, "ok"}, fakegittest.Waits(1))
 	})
 	t.Run("interactive", func(t *testing.T) {
 		t.Parallel()
@@ -384,7 +344,7 @@ func testSessionNUL(t *testing.T, bin string, g testutil.Git) {
 		// framing, and the fake reads -z input as git does.
 		s.replay(t, "lock-ref-stdin-prepare", 1)
 		upTo := "start\x00update refs/heads/x\x00" + s.B + "\x00" + s.A + "\x00prepare\x00"
-		r := s.run(t, sessionPolicy, strings.NewReader(upTo+"commit\x00"), "-z", "--stdin")
+		r := s.run(t, fakegittest.Policy(), strings.NewReader(upTo+"commit\x00"), "-z", "--stdin")
 		if r.code != 0 || r.err != nil {
 			t.Fatalf("exit %d, err %v\nstderr:\n%s", r.code, r.err, r.stderr)
 		}
@@ -397,21 +357,6 @@ func testSessionNUL(t *testing.T, bin string, g testutil.Git) {
 		if got := s.x(t); got != s.B {
 			t.Errorf("x = %s, want %s", got, s.B)
 		}
-		checkAttempts(t, r, []failure.Class{failure.LockContention, "ok"}, waits(1))
+		r.check(t, []failure.Class{failure.LockContention, "ok"}, fakegittest.Waits(1))
 	})
-}
-
-// checkAttempts checks the attempts' outcomes, and that the loop waited exactly the
-// delays it reported: on the clock, which never sleeps.
-func checkAttempts(t *testing.T, r sessionResult, classes []failure.Class, delays []time.Duration) {
-	t.Helper()
-	if got := r.classes(); !slices.Equal(got, classes) {
-		t.Errorf("attempts %v, want %v", got, classes)
-	}
-	if got := r.delays(); !slices.Equal(got, delays) {
-		t.Errorf("reported delays %v, want %v", got, delays)
-	}
-	if !slices.Equal(r.slept, delays) {
-		t.Errorf("waited %v on the clock, want %v", r.slept, delays)
-	}
 }

@@ -4,7 +4,8 @@
 // capture of real git's output it replays and how many times, and gives the Runner
 // under test the fake as its git and Fake.Env as its environment: the first
 // invocations of the faked subcommand fail exactly as real git did, the later ones
-// are the real git.
+// are the real git. The Runner's loop runs under Policy, on a Clock and with Rand, so
+// that the waits it asks for are exact (Waits), and Attempts records and checks them.
 package fakegittest
 
 import (
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +24,9 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/retry"
 )
 
 // Build compiles the fake git into dir and returns its path. dir must outlive every
@@ -176,5 +181,90 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 func (c *Clock) Slept() []time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.slept...)
+	return append([]time.Duration{}, c.slept...)
+}
+
+// Policy is the retry policy the tests run under: ten attempts in a minute, waits
+// from 10 ms doubling, with a jitter of 0.5.
+func Policy() retry.Policy {
+	return retry.Policy{Timeout: time.Minute, MaxAttempts: 10, InitialDelay: 10 * time.Millisecond,
+		MaxDelay: time.Second, Multiplier: 2, Jitter: 0.5}
+}
+
+// Rand is the loop's random draw: with Policy's jitter, every wait is 3/4 of its
+// nominal delay.
+func Rand() float64 { return 0.25 }
+
+// Waits are the first n waits Policy asks for, with Rand, after failures the loop
+// backs off from.
+func Waits(n int) []time.Duration {
+	ws := []time.Duration{}
+	for d := Policy().InitialDelay; len(ws) < n; d *= 2 {
+		ws = append(ws, d*3/4)
+	}
+	return ws
+}
+
+// Attempts records the attempts of a run (its Record is a Runner's OnAttempt).
+type Attempts struct {
+	mu   sync.Mutex
+	list []retry.Attempt
+}
+
+// Record adds one attempt.
+func (r *Attempts) Record(a retry.Attempt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, a)
+}
+
+// List is the attempts recorded.
+func (r *Attempts) List() []retry.Attempt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]retry.Attempt(nil), r.list...)
+}
+
+// Classes are the attempts' outcomes: a failure's class, "ok" for a success, "?" for
+// an error that is not a *failure.Error.
+func (r *Attempts) Classes() []failure.Class {
+	var cs []failure.Class
+	for _, a := range r.List() {
+		var e *failure.Error
+		switch {
+		case a.Err == nil:
+			cs = append(cs, "ok")
+		case errors.As(a.Err, &e):
+			cs = append(cs, e.Class)
+		default:
+			cs = append(cs, "?")
+		}
+	}
+	return cs
+}
+
+// Delays are the waits the loop reported after each attempt but the last.
+func (r *Attempts) Delays() []time.Duration {
+	ds := []time.Duration{}
+	for _, a := range r.List() {
+		if !a.Final {
+			ds = append(ds, a.Delay)
+		}
+	}
+	return ds
+}
+
+// Check checks the attempts' outcomes, the waits the loop reported, and that it
+// asked the clock for exactly those.
+func (r *Attempts) Check(t testing.TB, clock *Clock, classes []failure.Class, waits []time.Duration) {
+	t.Helper()
+	if got := r.Classes(); !slices.Equal(got, classes) {
+		t.Errorf("attempts %v, want %v", got, classes)
+	}
+	if got := r.Delays(); !slices.Equal(got, waits) {
+		t.Errorf("reported delays %v, want %v", got, waits)
+	}
+	if got := clock.Slept(); !slices.Equal(got, waits) {
+		t.Errorf("waited %v on the clock, want %v", got, waits)
+	}
 }
