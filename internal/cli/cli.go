@@ -20,20 +20,20 @@ import (
 // exitUsage is the exit code of a command-line mistake, as git's parse-options.
 const exitUsage = 129
 
-// CLI is refretry's grammar: its options, then a command. The command list, and how
-// each command takes its arguments, are read from here (command.go): a command with a
-// field Args []string `kong:"-"` gets the arguments after its word (or after
-// refretry's options, for the default command) verbatim, for git; kong never sees
-// them.
+// CLI is refretry's grammar: its options, then a command. The command list, each
+// command's word (its name tag, which kong reads too), and how each takes its
+// arguments are read from here (command.go): a command with a field Args []string
+// `kong:"-"` gets the arguments after its word (or after refretry's options, for the
+// default command) verbatim, for git; kong never sees them.
 type CLI struct {
 	Options
 
 	UpdateRef UpdateRefCmd `cmd:"" name:"update-ref" default:"1" help:"Run git update-ref with these arguments, retrying lock contention (the default command: refretry [options] <git update-ref arguments>)."`
-	Push      PushCmd      `cmd:"" help:"Run git push with these arguments, atomically unless --no-atomic, retrying remote lock contention and transport failures."`
-	Fetch     FetchCmd     `cmd:"" help:"Run git fetch with these arguments, retrying local lock contention, refs moved by a concurrent fetch, and transport failures."`
-	Version   VersionCmd   `cmd:"" help:"Print refretry's version."`
-	Shim      ShimCmd      `cmd:"" help:"Install or remove the git shim: refretry under the name git, so that unchanged tools get it for git update-ref."`
-	Gather    GatherCmd    `cmd:"" help:"List, land or discard the commits push --gather staged on a remote."`
+	Push      PushCmd      `cmd:"" name:"push" help:"Run git push with these arguments, atomically unless --no-atomic, retrying remote lock contention and transport failures."`
+	Fetch     FetchCmd     `cmd:"" name:"fetch" help:"Run git fetch with these arguments, retrying local lock contention, refs moved by a concurrent fetch, and transport failures."`
+	Version   VersionCmd   `cmd:"" name:"version" help:"Print refretry's version."`
+	Shim      ShimCmd      `cmd:"" name:"shim" help:"Install or remove the git shim: refretry under the name git, so that unchanged tools get it for git update-ref."`
+	Gather    GatherCmd    `cmd:"" name:"gather" help:"List, land or discard the commits push --gather staged on a remote."`
 }
 
 // Streams are the caller's standard streams.

@@ -9,9 +9,9 @@ import (
 // command is a field of CLI that names a command, read once by reflection: the command
 // list and how each command takes its arguments come from CLI's declaration alone.
 type command struct {
-	index     int    // in CLI
-	name      string // "update-ref"
-	isDefault bool   // run when no command is named: refretry <git update-ref arguments>
+	typ       reflect.Type // UpdateRefCmd
+	name      string       // "update-ref"
+	isDefault bool         // run when no command is named: refretry <git update-ref arguments>
 	// gitArgs: the command's arguments are git's, verbatim, in its field Args (tagged
 	// kong:"-": kong never sees them). Otherwise they are kong's to read when the
 	// command's struct has fields kong reads (subcommands, flags), and else the command
@@ -28,7 +28,10 @@ var commandTable = sync.OnceValue(func() []command {
 		if _, ok := f.Tag.Lookup("cmd"); !ok {
 			continue
 		}
-		c := command{index: i, name: flagName(f), isDefault: f.Tag.Get("default") == "1"}
+		c := command{typ: f.Type, name: f.Tag.Get("name"), isDefault: f.Tag.Get("default") == "1"}
+		if c.name == "" {
+			panic("cli: command " + f.Name + " has no name tag") // kong would make one its own way
+		}
 		args, ok := f.Type.FieldByName("Args")
 		c.gitArgs = ok && args.Type == reflect.TypeFor[[]string]() && args.Tag.Get("kong") == "-"
 		c.kongArgs = !c.gitArgs && readsKong(f.Type)
@@ -77,7 +80,7 @@ func (c command) direct(rest []string) (run func(*invocation) error, ok bool) {
 		err := &usageError{c.name + " takes no arguments"}
 		return func(*invocation) error { return err }, true
 	}
-	return c.in(new(CLI), rest).Run, true
+	return c.with(rest).Run, true
 }
 
 // asksHelp says whether the arguments ask for the command's help (see direct).
@@ -85,13 +88,13 @@ func (c command) asksHelp(rest []string) bool {
 	return c.gitArgs && !c.isDefault && slices.Contains(beforeDashDash(rest), "--help")
 }
 
-// in is the command's field of cli, with its arguments, if they are git's.
-func (c command) in(cli *CLI, rest []string) runner {
-	f := reflect.ValueOf(cli).Elem().Field(c.index)
+// with is the command with its arguments, if they are git's.
+func (c command) with(rest []string) runner {
+	v := reflect.New(c.typ)
 	if c.gitArgs {
-		f.FieldByName("Args").Set(reflect.ValueOf(rest))
+		v.Elem().FieldByName("Args").Set(reflect.ValueOf(rest))
 	}
-	return f.Addr().Interface().(runner)
+	return v.Interface().(runner)
 }
 
 // beforeDashDash is args up to a "--".

@@ -83,8 +83,7 @@ var optionTable = sync.OnceValue(func() []option {
 		f := t.Field(i)
 		name := f.Tag.Get("name")
 		if name == "" {
-			// kong would derive one from the field's name its own way.
-			panic("cli: option " + f.Name + " has no name tag")
+			panic("cli: option " + f.Name + " has no name tag") // kong would make one its own way
 		}
 		o := option{index: i, name: "--" + name, isBool: f.Type.Kind() == reflect.Bool, isList: f.Type.Kind() == reflect.Slice,
 			envVar: f.Tag.Get("envvar"), config: strings.ToLower(f.Tag.Get("gitconfig")), tag: f.Tag}
