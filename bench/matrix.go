@@ -85,6 +85,7 @@ type matrixMethod struct {
 	ownBranch bool
 	needs     string // a tool besides git, sh and refretry: "flock"
 	compare   bool   // refretry's: the numerator of the ratios
+	against   string // a refretry method it is also compared with (gather: rebase)
 	baseline  bool   // what users do instead: a denominator of the ratios
 }
 
@@ -117,6 +118,10 @@ var matrixMethods = []matrixMethod{
 		argv: func(t matrixTools, j matrixJob) []string {
 			return refretryArgv(t, "--regenerate", j.regen, "origin", j.mainSpec(false))
 		}, compare: true},
+	{name: "gather", label: "`refretry push --gather origin HEAD:main`: stage, then one gatherer per wave lands every staged commit in one atomic push",
+		argv: func(t matrixTools, j matrixJob) []string {
+			return refretryArgv(t, "--gather", "origin", j.mainSpec(false))
+		}, compare: true, against: "rebase"},
 	{name: "floor", label: "`git push origin HEAD:refs/heads/job-NNN`: each job to a branch of its own, nothing to contend for",
 		argv: func(t matrixTools, j matrixJob) []string {
 			return []string{t.git, "push", "origin", j.src + ":refs/heads/" + j.name}

@@ -316,7 +316,7 @@ func (rep *matrixReport) renderRatios(b *strings.Builder, sums [][]*matrixSummar
 				continue
 			}
 			for di, d := range rep.methods {
-				if !d.baseline {
+				if !d.baseline && d.name != c.against {
 					continue
 				}
 				a, z := sums[ci][ni], sums[di][ni]
