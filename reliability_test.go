@@ -495,7 +495,10 @@ func TestReliabilityStoppedHolder(t *testing.T) {
 					})
 				case "break-refused":
 					args = []string{"--break-stale-locks", "--stale-after", "1s", "--timeout", "20s", ref, other}
-					time.Sleep(1100 * time.Millisecond) // the lock is now older than --stale-after
+					old := time.Now().Add(-time.Hour) // far older than --stale-after
+					if err := os.Chtimes(lock, old, old); err != nil {
+						t.Fatal(err)
+					}
 				}
 				res := runIn(t, r, "", "refretry", args...)
 				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
