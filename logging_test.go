@@ -32,7 +32,7 @@ func logEnv(r *testutil.Repo, extra ...string) []string {
 	return append(env, extra...)
 }
 
-// runLogged runs the built refretry in r with env and args.
+// runLogged runs refretry (binary) in r with env and args.
 func runLogged(t *testing.T, r *testutil.Repo, env []string, stdin string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
@@ -427,4 +427,98 @@ func extractJSON(stderr string) string {
 		}
 	}
 	return b.String()
+}
+
+// notes returns the note records among recs, after checking that every record of the
+// operation carries its operation id.
+func notes(t *testing.T, recs []map[string]any) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, rec := range recs {
+		if rec["operation_id"] != recs[0]["operation_id"] {
+			t.Errorf("record %v: not of operation %v", rec, recs[0]["operation_id"])
+		}
+		if rec["msg"] == "note" {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// TestLogNoteStaleLockRemoved: an update-ref with --break-stale-locks that removes a
+// stale lock says so in its JSON log with a note record naming the lock (on stderr
+// the record replaces the plain line), then retries and succeeds.
+func TestLogNoteStaleLockRemoved(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	for _, backend := range []string{"files", "reftable"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, g, backend)
+			ref := "refs/heads/broken"
+			lock := r.LockPath(ref)
+			r.Hold(lock)
+			old := time.Now().Add(-time.Hour) // far past the default stale-after limit (2m)
+			if err := os.Chtimes(lock, old, old); err != nil {
+				t.Fatal(err)
+			}
+			res := runLogged(t, r, logEnv(r), "", "--log-format=json", "--break-stale-locks", "--timeout=60s", ref, r.Commit)
+			if res.code != 0 || res.stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+			}
+			recs := jsonLines(t, res.stderr) // nothing but records: no plain line
+			ns := notes(t, recs)
+			if len(ns) != 1 {
+				t.Fatalf("%d note records, want 1:\n%s", len(ns), res.stderr)
+			}
+			text, _ := ns[0]["text"].(string)
+			if ns[0]["kind"] != "stale-lock-removed" || !strings.HasPrefix(text, "removed stale lock '"+lock+"' (age 1h0m") ||
+				!strings.HasSuffix(text, "): it is older than the stale-after limit of 2m0s; retrying") {
+				t.Errorf("note %v; want kind stale-lock-removed and a text naming %s, its age and why", ns[0], lock)
+			}
+			if last := recs[len(recs)-1]; last["msg"] != "summary" || last["result"] != "success" || last["attempts"] != 2.0 {
+				t.Errorf("summary %v; want a success at the second attempt", last)
+			}
+			if got := r.Refs(ref)[ref]; got != r.Commit {
+				t.Errorf("%s = %q, want %s", ref, got, r.Commit)
+			}
+		})
+	}
+}
+
+// TestLogNoteRebase: a refretry push --rebase whose branch is behind the remote
+// rebases it and pushes again; its JSON log has a note record saying what was rebased
+// onto which remote tip.
+func TestLogNoteRebase(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	for _, backend := range []string{"files", "reftable"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			s := newPushSetup(t, g, backend)
+			theirs := s.client.Run("--git-dir="+s.remote, "rev-parse", "main")
+			res := pushRun(t, s.client, nil, "refretry", "--log-format=json", "push", "--rebase", "origin", "main")
+			if res.code != 0 {
+				t.Fatalf("exit %d\n%s", res.code, res.stderr)
+			}
+			recs := jsonLines(t, extractJSON(res.stderr))
+			ns := notes(t, recs)
+			if len(ns) != 1 {
+				t.Fatalf("%d note records, want 1:\n%s", len(ns), res.stderr)
+			}
+			if want := "rebased main onto the remote tip " + theirs[:12]; ns[0]["kind"] != "rebase" || ns[0]["text"] != want {
+				t.Errorf("note %v; want kind rebase and text %q", ns[0], want)
+			}
+			if last := recs[len(recs)-1]; last["msg"] != "summary" || last["command"] != "push" || last["result"] != "success" {
+				t.Errorf("summary %v; want push's success", last)
+			}
+			mine := s.client.Run("rev-parse", "HEAD")
+			if parent := s.client.Run("rev-parse", "HEAD^"); parent != theirs {
+				t.Errorf("HEAD's parent is %s, want the remote tip %s", parent, theirs)
+			}
+			if got := s.client.Run("--git-dir="+s.remote, "rev-parse", "main"); got != mine {
+				t.Errorf("the remote's main is %s, want the rebased %s", got, mine)
+			}
+		})
+	}
 }
