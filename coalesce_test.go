@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -19,7 +20,7 @@ import (
 )
 
 // Tests of group commit (internal/group, docs/coalescing.md) against real git, with
-// the built binary. Group commit is on by default for reftable; on the files backend
+// refretry (binary). Group commit is on by default for reftable; on the files backend
 // the invocations here ask for it (REFRETRY_COALESCE=1).
 
 // coalesceRun is one refretry invocation in a coalescing test.
@@ -279,14 +280,29 @@ func TestCoalesceMixed(t *testing.T) {
 	}
 }
 
+// killSeed seeds TestCoalesceKilled's choice of victims and kill moments; 0 (the
+// default) takes a new seed from the clock. The test logs the seed it used.
+var killSeed = flag.Uint64("killseed", 0, "seed for TestCoalesceKilled's victims and kill timings (0: from the clock)")
+
 // TestCoalesceKilled kills three invocations of a group storm with SIGKILL at random
 // moments (leaders and members alike), 20 times: nothing is lost or applied twice,
-// and every invocation that survived reports what the repository shows.
+// and every invocation that survived reports what the repository shows. The victims
+// and moments come from a seed it logs: -killseed=N draws them again (the moments
+// then land where the machine's scheduling puts them, near enough to replay most
+// failures).
 func TestCoalesceKilled(t *testing.T) {
 	t.Parallel()
+	seed := *killSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -run 'TestCoalesceKilled$' -killseed=%d)", seed, seed)
 	g := testutil.NewGit(t)
 	for run := range 20 {
 		backend := []string{"reftable", "files"}[run%2]
+		// One source per run: the runs are parallel, and each draws the same
+		// numbers from the same seed whatever the others do.
+		rng := rand.New(rand.NewPCG(seed, uint64(run)))
 		t.Run(fmt.Sprintf("%s/%d", backend, run), func(t *testing.T) {
 			t.Parallel()
 			r := testutil.NewRepo(t, g, backend)
@@ -311,12 +327,21 @@ func TestCoalesceKilled(t *testing.T) {
 			wait := startCoalescing(t, r, runs)
 			testutil.WaitQueued(t, rendezvous(t, r), n)
 			victims := map[int]bool{}
+			var order []int // victims in the order drawn: a map's order is not the seed's
 			for len(victims) < 3 {
-				victims[rand.IntN(n)] = true
+				if v := rng.IntN(n); !victims[v] {
+					victims[v] = true
+					order = append(order, v)
+				}
 			}
+			delays := make([]time.Duration, len(order))
+			for i := range delays {
+				delays[i] = time.Duration(rng.IntN(4000)) * time.Microsecond
+			}
+			t.Logf("killing %v after %v", order, delays)
 			release()
-			for v := range victims {
-				time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+			for i, v := range order {
+				time.Sleep(delays[i])
 				syscall.Kill(runs[v].cmd.Process.Pid, syscall.SIGKILL)
 			}
 			wait()
@@ -415,9 +440,12 @@ func TestCoalesceSameRef(t *testing.T) {
 	}
 }
 
-// TestCoalescePatience: an invocation whose budget runs out while the line stays
-// taken withdraws and runs alone, the usual way: it succeeds, once, and is not
-// handed the line afterwards.
+// TestCoalescePatience: an invocation that finds the line taken queues for it; when
+// its budget runs out while the line stays taken it withdraws and runs alone, the
+// usual way: it succeeds, once, and is not handed the line afterwards. That it
+// queued is seen at the rendezvous, and that it waited its budget first in its log:
+// the summary's elapsed time, less its one attempt's (git's run alone), is at least
+// the budget.
 func TestCoalescePatience(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
@@ -428,8 +456,18 @@ func TestCoalescePatience(t *testing.T) {
 			release := holdLine(t, r)
 			defer func() { release() }() // the release set last
 			ref := "refs/heads/patient"
-			c := &coalesceRun{args: []string{"--timeout", "1500ms", ref, r.Commit, ""}}
+			const budget = 1500 * time.Millisecond
+			logFile := filepath.Join(t.TempDir(), "log.jsonl")
+			c := &coalesceRun{args: []string{"--log-file", logFile, "--timeout", budget.String(), ref, r.Commit, ""}}
 			startCoalescing(t, r, []*coalesceRun{c})()
+			// Nobody accepts at the rendezvous while the test holds the line: the
+			// connection the invocation queued with is still in its queue.
+			switch n := testutil.Queued(rendezvous(t, r)); {
+			case n < 0:
+				t.Skip("cannot count queued connections: no /proc/net/unix")
+			case n != 1:
+				t.Errorf("%d connections queued at the rendezvous, want the invocation's one: it joined no group", n)
+			}
 			if c.res != (result{}) {
 				t.Errorf("%+v; want success", c.res)
 			}
@@ -438,6 +476,24 @@ func TestCoalescePatience(t *testing.T) {
 			}
 			if n := r.Run("reflog", "show", "--format=%H", ref); n != r.Commit {
 				t.Errorf("reflog %q, want one entry", n)
+			}
+			b, err := os.ReadFile(logFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := jsonLines(t, string(b))
+			if len(recs) != 2 || recs[0]["msg"] != "attempt" || recs[1]["msg"] != "summary" {
+				t.Fatalf("log records %v; want one attempt and the summary", recs)
+			}
+			attempt, summary := recs[0], recs[1]
+			ran, _ := attempt["duration_ms"].(float64)
+			elapsed, _ := summary["elapsed_ms"].(float64)
+			if summary["result"] != "success" || summary["attempts"] != 1.0 {
+				t.Errorf("summary %v; want a success at the first attempt", summary)
+			}
+			if waited := time.Duration((elapsed - ran) * float64(time.Millisecond)); waited < budget {
+				t.Errorf("%v elapsed besides git's run (summary %v, attempt %v); want at least the budget, %v, spent waiting for the line",
+					waited, summary, attempt, budget)
 			}
 			// Its connection, still queued, is no heir: handing the line over finds
 			// nobody and frees it.
