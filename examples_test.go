@@ -18,7 +18,7 @@ import (
 )
 
 // exampleEnv is a repository's environment with git 2.55's directory first on PATH and
-// REFRETRY naming the built refretry, as the examples expect.
+// REFRETRY naming refretry (binary), as the examples expect.
 func exampleEnv(r *testutil.Repo) []string {
 	env := slices.DeleteFunc(slices.Clone(r.Env), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
 	return append(env, "PATH="+filepath.Dir(r.Git.Path)+":"+os.Getenv("PATH"), "REFRETRY="+binary)

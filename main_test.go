@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,32 +17,61 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/harness/testutil"
+	"github.com/refretry/refretry/internal/shim"
 )
 
-// binary is the refretry executable built once for the tests that need processes.
+// binary is refretry as the tests that start processes run it: a link named refretry
+// to this test binary, which TestMain turns into refretry when it is started under
+// that name. There is one binary under test, built as the tests are: with the race
+// detector under -race and counting coverage under -cover. Under -race the tests
+// that start hundreds of processes at once take several times as long as they did
+// with a separate race-free build; none depends on refretry's speed (the benchmark
+// harness, which does, builds its own binary).
+//
+// This is testscript.Main's idiom done by hand: the commands testscript.Main
+// registers become script builtins, which take precedence over Params.Cmds, and the
+// scripts need a refretry command of their own (it records the exit status that
+// `status` checks; script_test.go).
 var binary string
 
 func TestMain(m *testing.M) {
-	// The script tests (script_test.go) run this test binary under the name refretry:
-	// it then is refretry, with coverage and the race detector on.
-	if filepath.Base(os.Args[0]) == "refretry" {
+	// Started under the name refretry (binary, or a link to it), this binary is
+	// refretry; under the name git (the shim tests install binary as git), refretry's
+	// git shim, which main tells apart by that name.
+	if name := filepath.Base(os.Args[0]); name == "refretry" || shim.Invoked(name) {
 		main()
+	}
+	os.Exit(runTests(m))
+}
+
+// runTests makes binary and runs the tests.
+func runTests(m *testing.M) int {
+	flag.Parse()
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
 	dir, err := os.MkdirTemp("", "refretry-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
+	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "refretry")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building refretry: %v\n%s", err, out)
-		os.Exit(2)
+	if err := os.Symlink(self, binary); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// What every refretry the tests start inherits: under -race it would otherwise
+	// wait a second at exit for racing goroutines to report (a race is still
+	// reported, on the stderr the tests compare, and in exit code 66); under -cover
+	// its counters join the test's own, instead of a warning on its stderr.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	if dir := coverDir(); dir != "" {
+		os.Setenv("GOCOVERDIR", dir)
+	}
+	return m.Run()
 }
 
 // result is what a process left behind.
@@ -556,7 +586,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// refretryCommand runs the built refretry in the repository, pointed at its git.
+// refretryCommand runs refretry (binary) in the repository, pointed at its git.
 func refretryCommand(r *testutil.Repo, args ...string) *exec.Cmd {
 	return commandIn(r, binary, args...)
 }

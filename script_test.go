@@ -53,14 +53,6 @@ func TestScript(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the fake git: %v\n%s", err, out)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	refretry := filepath.Join(bin, "refretry")
-	if err := os.Symlink(self, refretry); err != nil {
-		t.Fatal(err)
-	}
 	fixtures, err := filepath.Abs(filepath.Join("testdata", "stderr"))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +63,7 @@ func TestScript(t *testing.T) {
 		{git: cur, backend: "files"},
 		{git: cur, backend: "reftable"},
 	} {
-		v.bin, v.refretry, v.fixtures = bin, refretry, fixtures
+		v.bin, v.refretry, v.fixtures = bin, binary, fixtures
 		t.Run(v.name(), func(t *testing.T) {
 			t.Parallel()
 			testscript.Run(t, v.params())
@@ -83,8 +75,8 @@ func TestScript(t *testing.T) {
 type scriptVariant struct {
 	git      testutil.Git
 	backend  string
-	bin      string // holds the fake git and refretry
-	refretry string
+	bin      string // holds the fake git
+	refretry string // this test binary as refretry (TestMain)
 	fixtures string
 }
 
@@ -101,7 +93,7 @@ func (v scriptVariant) name() string { return "git" + v.version() + "/" + v.back
 
 // coverDir is where `go test -cover` collects coverage data ("" without -cover). A
 // coverage-instrumented binary writes its counters there at exit when GOCOVERDIR
-// names it (see init for when that happens for refretry).
+// names it: TestMain sets it for every refretry the tests start.
 func coverDir() string {
 	if f := flag.Lookup("test.gocoverdir"); f != nil {
 		return f.Value.String()

@@ -22,7 +22,7 @@ import (
 	"github.com/refretry/refretry/internal/shim"
 )
 
-// shimSetup installs the built refretry as git in a directory of its own and returns
+// shimSetup installs refretry (binary) as git in a directory of its own and returns
 // the repository's environment with that directory first on PATH, then the directory
 // of the repository's git, without REFRETRY_GIT: the shim must find the real git itself.
 func shimSetup(t *testing.T, r *testutil.Repo, extraDirs ...string) (shimGit string, env []string) {
