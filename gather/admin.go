@@ -61,7 +61,6 @@ func (r *Runner) Land(ctx context.Context) (Result, error) {
 	}
 	var leaseSeen string
 	var leaseSince time.Time
-	interval := pollMin
 	for {
 		st, err := u.look(ctx)
 		if err == nil {
@@ -74,31 +73,35 @@ func (r *Runner) Land(ctx context.Context) (Result, error) {
 			if st.lease != leaseSeen || leaseSince.IsZero() {
 				leaseSeen, leaseSince = st.lease, time.Now()
 			}
-			switch {
-			case st.lease == marker:
-				if err := u.gather(ctx, st, marker); err != nil {
+			if u.landerHolds(ctx, st, leaseSince, marker) {
+				if _, err := u.gatherAll(ctx, st, marker); err != nil {
 					return u.res, err
 				}
 				continue
-			case st.lease == "":
-				if u.takeLease(ctx, "", marker) {
-					continue
-				}
-			case time.Since(leaseSince) > u.leaseTimeout():
-				u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), u.leaseTimeout())
-				if u.takeLease(ctx, st.lease, marker) {
-					continue
-				}
 			}
-			interval = nextInterval(interval, len(st.staged))
 		}
 		if u.left() <= 0 {
 			return u.res, fmt.Errorf("staged commits are left after %v: the budget ended", time.Since(u.start).Round(time.Millisecond))
 		}
-		if err := sleep(ctx, min(jitter(interval), u.left())); err != nil {
+		if err := sleep(ctx, min(jitter(pollCap/2), u.left())); err != nil {
 			return u.res, err
 		}
 	}
+}
+
+// landerHolds reports whether Land holds the lease at marker, taking it when it is
+// free or has not changed since leaseSince for LeaseTimeout.
+func (u *run) landerHolds(ctx context.Context, st state, leaseSince time.Time, marker string) bool {
+	switch {
+	case st.lease == marker:
+		return true
+	case st.lease == "":
+		return u.takeLease(ctx, "", marker)
+	case time.Since(leaseSince) > u.leaseTimeout():
+		u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), u.leaseTimeout())
+		return u.takeLease(ctx, st.lease, marker)
+	}
+	return false
 }
 
 // leaseMarker makes the value Land holds the lease at. It must be an object the

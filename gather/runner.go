@@ -25,18 +25,19 @@ import (
 const (
 	DefaultMaxPerWave   = 64
 	DefaultLeaseTimeout = 30 * time.Second
-	// freeGrace is how long a waiter lets a free lease be before it tries to take
-	// it although its staged commit is not the oldest: the oldest one's job may be
-	// gone.
-	freeGrace = 2 * time.Second
-	// The interval between two looks at the remote grows from pollMin by half each
-	// time, up to pollMax, or one second per pollPerSecond staged commits when that is
-	// longer (each look is a request to the server, and every waiting job makes them),
-	// with ±50 % jitter.
-	pollMin       = 100 * time.Millisecond
-	pollMax       = time.Second
-	pollPerSecond = 64
-	pollCap       = 4 * time.Second
+	// A waiter's looks at the remote (nextLook): the first one a quarter of the time its
+	// staging push took after it (the server's pace), between pollMin and
+	// pollFirstMax; then about the time a gather takes to reach its commit, waveCost
+	// and commitCost for each commit ahead of it, never more than lookRate looks a
+	// second from all waiters together, and at most pollCap apart; pollErr after a
+	// look that failed.
+	pollMin      = 100 * time.Millisecond
+	pollFirstMax = 500 * time.Millisecond
+	waveCost     = 300 * time.Millisecond
+	commitCost   = 20 * time.Millisecond
+	lookRate     = 48
+	pollCap      = 5 * time.Second
+	pollErr      = time.Second
 )
 
 // Runner lands one job's commit on a branch of a remote through a gather (see the
@@ -129,8 +130,9 @@ type run struct {
 	start    time.Time
 	res      Result
 	lastPush gitexec.Captured
-	perWave  int  // staged commits a gather takes (halved when a remote refuses as many)
-	shallow  bool // the repository is a shallow clone
+	perWave  int      // staged commits a gather takes (halved when a remote refuses as many)
+	shallow  bool     // the repository is a shallow clone
+	boundary []string // its shallow boundary commits
 	err      error
 }
 
@@ -149,10 +151,12 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 		u.res.Landed = done
 		return u.res, err
 	}
+	began := time.Now()
 	if err := u.stage(ctx, commit); err != nil {
 		return u.res, err
 	}
-	return u.res, u.wait(ctx)
+	staging := time.Since(began)
+	return u.res, u.wait(ctx, staging)
 }
 
 // newRun is a run's state for r; its err says why it cannot run (the policy, an old
@@ -170,9 +174,20 @@ func (r *Runner) newRun(ctx context.Context) *run {
 			r.git(), gitexec.Version(ctx, r.git(), r.Env))
 		return u
 	}
-	shallow, _ := u.repo.Output(ctx, "rev-parse", "--is-shallow-repository")
-	u.shallow = shallow == "true"
+	u.shallow, u.boundary = u.shallowness(ctx)
 	return u
+}
+
+// shallowness reports whether the repository is shallow, and its boundary commits
+// (whose parents are not here), with one git.
+func (u *run) shallowness(ctx context.Context) (bool, []string) {
+	out, err := u.repo.Output(ctx, "rev-parse", "--is-shallow-repository", "--path-format=absolute", "--git-path", "shallow")
+	shallow, path, _ := strings.Cut(out, "\n")
+	if err != nil || shallow != "true" {
+		return false, nil
+	}
+	b, _ := os.ReadFile(path)
+	return true, strings.Fields(string(b))
 }
 
 // cleanup removes the local refs the run fetched into (refs/refretry/fetched/).
@@ -246,7 +261,7 @@ func (u *run) prepare(ctx context.Context) (commit string, done bool, err error)
 	if source == "" {
 		source = "HEAD"
 	}
-	src := u.repo.RevParse(ctx, source+"^{commit}")
+	src, parents := u.parents(ctx, source)
 	if src == "" {
 		return "", false, fmt.Errorf("%s is not a commit", source)
 	}
@@ -254,8 +269,7 @@ func (u *run) prepare(ctx context.Context) (commit string, done bool, err error)
 	// remote tip it started from, with no need to ask the remote.
 	// (Unless the remote is known to have the commit itself: a remote-tracking ref
 	// contains it.)
-	if parent := u.repo.RevParse(ctx, src+"^1"); parent != "" && u.isShallowBoundary(ctx, parent) &&
-		u.repo.RevParse(ctx, src+"^2") == "" && !u.tracked(ctx, src) {
+	if len(parents) == 1 && slices.Contains(u.boundary, parents[0]) && !u.tracked(ctx, src) {
 		return src, false, nil
 	}
 	tip, err := u.fetch(ctx, []string{u.n.head()}, 0)
@@ -272,7 +286,7 @@ func (u *run) prepare(ctx context.Context) (commit string, done bool, err error)
 		u.notify("%s is on %s already", replay.Short(src), u.n.branch)
 		return "", true, nil
 	case "1":
-		if u.repo.RevParse(ctx, src+"^1") == base && u.repo.RevParse(ctx, src+"^2") == "" {
+		if len(parents) == 1 && parents[0] == base {
 			return src, false, nil
 		}
 	}
@@ -295,15 +309,15 @@ func (u *run) tracked(ctx context.Context, commit string) bool {
 	return err != nil || out != "" // when git cannot tell, do not take the short cut
 }
 
-// isShallowBoundary reports whether commit is one of the repository's shallow
-// boundary commits (its parents are not here).
-func (u *run) isShallowBoundary(ctx context.Context, commit string) bool {
-	path, err := u.repo.Output(ctx, "rev-parse", "--path-format=absolute", "--git-path", "shallow")
-	if err != nil {
-		return false
+// parents are the commit rev names and its parents, from one git ("" when rev names
+// no commit).
+func (u *run) parents(ctx context.Context, rev string) (string, []string) {
+	out, err := u.repo.Output(ctx, "rev-list", "--parents", "-n1", rev+"^{commit}", "--")
+	f := strings.Fields(out)
+	if err != nil || len(f) == 0 {
+		return "", nil
 	}
-	b, err := os.ReadFile(path)
-	return err == nil && slices.Contains(strings.Fields(string(b)), commit)
+	return f[0], f[1:]
 }
 
 // stage pushes commit to a staged ref of its own, retried as any push is.
@@ -342,65 +356,94 @@ func (u *run) stage(ctx context.Context, commit string) error {
 }
 
 // wait watches the remote until the staged commit is gathered, gathering when
-// elected.
-func (u *run) wait(ctx context.Context) error {
+// elected: when the lease is free (the first to take it gathers; a failed take costs
+// the others one look, as git refuses it before sending anything), or when the lease
+// has not changed for LeaseTimeout.
+// Every look is a request to the server that every waiting job makes, so a waiter
+// looks when its commit may have landed (see nextLook), not at a fixed pace.
+func (u *run) wait(ctx context.Context, staging time.Duration) error {
 	id, mine := u.res.ID, u.res.Staged
 	var (
 		leaseSeen  string    // the lease value last seen
 		leaseSince time.Time // since when it has been seen unchanged (or free)
-		interval   = pollMin
+		lastErr    error
+		delay      = min(max(staging/4, pollMin), pollFirstMax)
 	)
 	for {
+		if reason := u.pause(ctx, delay, lastErr); reason != "" {
+			return u.notLanded(ctx, reason)
+		}
 		st, err := u.look(ctx)
-		if err == nil {
+		if lastErr = err; err != nil {
+			delay = pollErr
+			continue
+		}
+		if _, ok := st.staged[id]; !ok {
+			return u.outcome(ctx, st)
+		}
+		if st.lease != leaseSeen || leaseSince.IsZero() {
+			leaseSeen, leaseSince = st.lease, time.Now()
+		}
+		held := ""
+		switch {
+		case st.lease == mine: // ours: taken in an attempt whose answer was lost
+			held = mine
+		case st.lease == "":
+			if u.takeLease(ctx, "", mine) {
+				held = mine
+			}
+		case st.lease != "" && time.Since(leaseSince) > u.leaseTimeout():
+			u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), u.leaseTimeout())
+			if u.takeLease(ctx, st.lease, mine) {
+				held = mine
+			}
+		}
+		if held != "" {
+			if st, err = u.gatherAll(ctx, st, held); err != nil {
+				return err
+			}
 			if _, ok := st.staged[id]; !ok {
 				return u.outcome(ctx, st)
 			}
-			if st.lease != leaseSeen || leaseSince.IsZero() {
-				leaseSeen, leaseSince = st.lease, time.Now()
-			}
-			switch {
-			case st.lease == mine:
-				// Ours: taken in an attempt whose answer was lost, or not yet used.
-				if err := u.gather(ctx, st, mine); err != nil {
-					return err
-				}
-				continue
-			case st.lease == "" && (st.order()[0] == id || time.Since(leaseSince) > freeGrace):
-				if u.takeLease(ctx, "", mine) {
-					continue // gather on the next look, with the lease ours
-				}
-			case st.lease != "" && time.Since(leaseSince) > u.leaseTimeout():
-				u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), u.leaseTimeout())
-				if u.takeLease(ctx, st.lease, mine) {
-					continue
-				}
-			}
-			interval = nextInterval(interval, len(st.staged))
+			delay = 0
+			continue
 		}
-		reason := ""
-		if u.left() <= 0 {
-			reason = "the budget ended"
-			if err != nil {
-				reason += "; last look at the remote: " + err.Error()
-			}
-		} else if err := sleep(ctx, min(jitter(interval), u.left())); err != nil {
-			reason = err.Error()
-		}
-		if reason != "" {
-			ctx := context.WithoutCancel(ctx)
-			if leaseSeen == mine { // a lease taken and not used: let the next gatherer have it
-				u.takeLease(ctx, mine, "")
-			}
-			// A last look: a gather may have taken the commit since.
-			if st, err := u.look(ctx); err == nil {
-				if _, ok := st.staged[id]; !ok {
-					return u.outcome(ctx, st)
-				}
-			}
-			return &NotLandedError{Ref: u.n.staged(id), Commit: mine, Elapsed: time.Since(u.start), Reason: reason}
+		delay = nextLook(st, id)
+	}
+}
+
+// pause waits d, and says why the run must end instead: the budget ended, or ctx's.
+func (u *run) pause(ctx context.Context, d time.Duration, lastErr error) string {
+	if d > 0 && u.left() > 0 {
+		if err := sleep(ctx, min(d, u.left())); err != nil {
+			return err.Error()
 		}
 	}
+	if u.left() > 0 {
+		return ""
+	}
+	reason := "the budget ended"
+	if lastErr != nil {
+		reason += "; last look at the remote: " + lastErr.Error()
+	}
+	return reason
+}
+
+// notLanded ends a run whose commit has not landed, after one last look: a gather
+// may have taken the commit since. A lease taken and not used is let go.
+func (u *run) notLanded(ctx context.Context, reason string) error {
+	ctx = context.WithoutCancel(ctx)
+	id, mine := u.res.ID, u.res.Staged
+	st, err := u.look(ctx)
+	if err == nil {
+		if st.lease == mine {
+			u.takeLease(ctx, mine, "")
+		}
+		if _, ok := st.staged[id]; !ok {
+			return u.outcome(ctx, st)
+		}
+	}
+	return &NotLandedError{Ref: u.n.staged(id), Commit: mine, Elapsed: time.Since(u.start), Reason: reason}
 }
 
 // outcome is what became of the job's staged commit, gone from the staged refs.
@@ -502,10 +545,14 @@ func (u *run) pushRefs(ctx context.Context, refspecs []string) (bool, *failure.E
 	return true, nil
 }
 
-// nextInterval is the wait before the next look at the remote.
-func nextInterval(cur time.Duration, staged int) time.Duration {
-	ceiling := max(pollMax, time.Duration(staged)*time.Second/pollPerSecond)
-	return min(cur*3/2, ceiling, pollCap)
+// nextLook is how long a waiter lets pass before its next look at the remote, st
+// being what it saw: about the time a gather takes to reach its commit (each wave
+// takes the oldest first), and never so soon that all waiting jobs together look more
+// than lookRate times a second; with ±50 % jitter, so that looks spread out.
+func nextLook(st state, id string) time.Duration {
+	ahead := slices.Index(st.order(), id) + 1
+	d := max(waveCost+time.Duration(ahead)*commitCost, time.Duration(len(st.staged))*time.Second/lookRate)
+	return jitter(min(max(d, pollMin), pollCap))
 }
 
 func jitter(d time.Duration) time.Duration { return retry.Jitter(d, 0.5, rand.Float64()) }

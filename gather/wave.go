@@ -15,25 +15,66 @@ import (
 // long ago and whose commit nobody gathered since (all jobs gone, an outage).
 const staleAge = time.Hour
 
-// gather runs one wave with the lease held at value: it takes the oldest staged
-// commits (at most MaxPerWave), replays them onto the branch, and pushes the branch,
-// the staged refs' deletions (and conflicts' moves) and the lease's deletion in one
-// atomic push. A failed push changes nothing; the caller looks again.
-func (u *run) gather(ctx context.Context, st state, value string) error {
-	w := &wave{ids: u.pick(st)}
-	if err := u.fetchWave(ctx, w); err != nil {
-		return nil // the next look decides; the lease is still ours
+// gatherAll gathers wave after wave with the lease held at held, from what st shows,
+// until nothing is staged (then it lets the lease go), the lease is no longer its
+// (another gatherer took it over), or the budget ends. It returns the last state it
+// saw of the remote.
+func (u *run) gatherAll(ctx context.Context, st state, held string) (state, error) {
+	for {
+		ids := u.pick(st)
+		if len(ids) == 0 || u.left() <= 0 {
+			u.takeLease(context.WithoutCancel(ctx), held, "")
+			return st, nil
+		}
+		next, err := u.gather(ctx, ids, held)
+		if err != nil {
+			return st, err
+		}
+		seen, err := u.look(ctx)
+		if err != nil {
+			u.notify("looking at the remote after a gather: %v; letting the lease go", err)
+			u.takeLease(context.WithoutCancel(ctx), next, "")
+			return st, nil
+		}
+		st = seen
+		switch st.lease {
+		case next:
+			held = next
+		case held:
+		default:
+			return st, nil // the lease is another's now
+		}
 	}
-	u.replayWave(ctx, w)
-	if ok, perr := u.pushRefs(ctx, u.waveSpecs(w, value)); !ok {
-		return u.refused(w, perr)
+}
+
+// gather runs one wave of the staged commits ids with the lease held at value: it
+// replays them onto the branch and pushes the branch, the staged refs' deletions (and
+// conflicts' moves) and the lease's new value (the new tip, so that waiters see it
+// move) in one atomic push. A failed push changes nothing: the caller looks again.
+// It returns the lease's value if the push went through.
+func (u *run) gather(ctx context.Context, ids []string, value string) (string, error) {
+	w := &wave{ids: ids}
+	if err := u.fetchWave(ctx, w); err != nil {
+		u.notify("fetching %d staged commits: %v", len(ids), err)
+		return value, nil
+	}
+	if err := u.replayWave(ctx, w); err != nil {
+		u.notify("replaying %d staged commits: %v", len(ids), err)
+		return value, nil
+	}
+	next := value
+	if w.tip != w.head {
+		next = w.tip
+	}
+	if ok, perr := u.pushRefs(ctx, u.waveSpecs(w, value, next)); !ok {
+		return value, u.refused(w, perr)
 	}
 	if len(w.landed) > 0 {
 		u.res.Waves++
 		u.res.Gathered += len(w.landed)
 		u.notify("gathered %d staged commits onto %s as %s (%d left to their jobs)", len(w.landed), u.n.branch, replay.Short(w.tip), len(w.conflicts))
 	}
-	return nil
+	return next, nil
 }
 
 // wave is one gather's work: the staged commits it takes, and what replaying them
@@ -85,37 +126,62 @@ func (u *run) fetchWave(ctx context.Context, w *wave) error {
 }
 
 // replayWave replays the wave's commits onto the branch, one after another, and
-// sorts each into landed or conflicts.
-func (u *run) replayWave(ctx context.Context, w *wave) {
+// sorts each into landed or conflicts. It reads every commit it needs with one git,
+// and then runs two for each commit: merge-tree and commit-tree.
+func (u *run) replayWave(ctx context.Context, w *wave) error {
+	revs := append([]string{w.head}, w.commits...)
+	for _, c := range w.commits {
+		revs = append(revs, c+"^")
+	}
+	infos, err := u.repo.ReadCommits(ctx, revs)
+	if err != nil {
+		return err
+	}
+	n := len(w.commits)
+	staged, parents := infos[1:1+n], infos[1+n:]
 	w.tip = w.head
+	tipTree := infos[0].Tree
 	for i, id := range w.ids {
-		c := w.commits[i]
-		next, err := u.repo.Pick(ctx, c, c+"^", w.tip, replay.Keep{Committer: true, Trailer: Trailer + ": " + id})
-		var ce *replay.ConflictError
+		tree, err := u.replayOne(ctx, w.commits[i], w.tip, staged[i], parents[i])
 		switch {
-		case errors.As(err, &ce):
-			u.notify("%s conflicts with %s (%v): left to its job", u.n.staged(id), u.n.branch, ce.Paths)
-			w.conflicts = append(w.conflicts, id)
 		case err != nil:
-			u.notify("%s cannot be replayed (%v): left to its job", u.n.staged(id), err)
+			u.notify("%s is left to its job: %v", u.n.staged(id), err)
 			w.conflicts = append(w.conflicts, id)
-		case u.repo.RevParse(ctx, next+"^{tree}") == u.repo.RevParse(ctx, w.tip+"^{tree}") &&
-			u.repo.RevParse(ctx, c+"^{tree}") != u.repo.RevParse(ctx, c+"^^{tree}"):
+		case tree == tipTree && staged[i].Tree != parents[i].Tree:
 			// Its changes are on the branch already (another job's were the same):
 			// landed, without a commit that changes nothing. (A commit that was empty
 			// to begin with is kept: its message is its content.)
 			w.landed = append(w.landed, id)
 		default:
-			w.tip = next
+			next, err := u.repo.Write(ctx, staged[i], tree, w.tip, replay.Keep{Committer: true, Trailer: Trailer + ": " + id})
+			if err != nil {
+				return err
+			}
+			w.tip, tipTree = next, tree
 			w.landed = append(w.landed, id)
 		}
 	}
+	return nil
+}
+
+// replayOne merges the changes of the staged commit c (read as info, its parent as
+// parent) into tip, and returns the tree; a *replay.ConflictError when they conflict.
+func (u *run) replayOne(ctx context.Context, c, tip string, info, parent replay.Commit) (string, error) {
+	if info.Tree == "" || parent.Tree == "" {
+		return "", fmt.Errorf("%s or its parent did not arrive", replay.Short(c))
+	}
+	tree, err := u.repo.MergeTree(ctx, tip, c, c+"^")
+	if ce := (*replay.ConflictError)(nil); errors.As(err, &ce) {
+		return "", fmt.Errorf("it conflicts with %s in %v", u.n.branch, ce.Paths)
+	}
+	return tree, err
 }
 
 // waveSpecs are the refspecs of the wave's one atomic push, each behind a lease on
 // the value this gather saw: the branch moved to tip, the staged refs deleted (a
-// conflict's commit moved to its conflict ref), and the lease, held at value, deleted.
-func (u *run) waveSpecs(w *wave, value string) []string {
+// conflict's commit moved to its conflict ref), and the lease, held at value, moved
+// to next.
+func (u *run) waveSpecs(w *wave, value, next string) []string {
 	specs := []string{}
 	if w.tip != w.head {
 		specs = append(specs, "--force-with-lease="+u.n.head()+":"+w.head, w.tip+":"+u.n.head())
@@ -126,7 +192,10 @@ func (u *run) waveSpecs(w *wave, value string) []string {
 			specs = append(specs, "--force-with-lease="+u.n.conflict(id)+":", w.commits[i]+":"+u.n.conflict(id))
 		}
 	}
-	return append(specs, "--force-with-lease="+u.n.lease()+":"+value, ":"+u.n.lease())
+	if next != value {
+		specs = append(specs, "--force-with-lease="+u.n.lease()+":"+value, next+":"+u.n.lease())
+	}
+	return specs
 }
 
 // refused handles the wave's failed push: perr is why, when git said. A rule of the

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -103,14 +104,27 @@ func WithLockWait(env []string, d time.Duration) []string {
 }
 
 // Version is git's version as `git version` prints it ("2.55.0"), "" when it cannot
-// be learnt.
+// be learnt. It asks each git (its path, and PATH when the path is a bare name) once
+// per process: the commands ask it several times in one run.
 func Version(ctx context.Context, git string, env []string) string {
+	key := git
+	if !strings.ContainsRune(git, os.PathSeparator) {
+		key += "\x00" + Getenv(env, "PATH")
+	}
+	if v, ok := versions.Load(key); ok {
+		return v.(string)
+	}
 	out, err := Command(ctx, git, nil, env, "version").Output()
 	if err != nil {
 		return ""
 	}
-	return strings.TrimPrefix(strings.TrimSpace(string(out)), "git version ")
+	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "git version ")
+	versions.Store(key, v)
+	return v
 }
+
+// versions are the versions Version learnt, by git.
+var versions sync.Map
 
 // AtLeast reports whether version, as Version gives it ("2.55.0", "2.45.0.windows.1"),
 // is major.minor or later; false when it cannot be read.

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 
 	"github.com/refretry/refretry/internal/gitexec"
@@ -103,14 +104,24 @@ func (r Repo) pick(ctx context.Context, commit, base, onto string, withBase bool
 	if err != nil {
 		return "", err
 	}
+	return r.Write(ctx, info, tree, onto, keep)
+}
+
+// Write writes tree as a commit on onto with info's author, author date and message,
+// keeping what keep says, and returns it.
+func (r Repo) Write(ctx context.Context, info Commit, tree, onto string, keep Keep) (string, error) {
 	if keep.Trailer != "" {
 		info.Message = addTrailer(info.Message, keep.Trailer)
 	}
 	return r.CommitTree(ctx, info, tree, onto, keep.Committer)
 }
 
-// mergeTree merges the changes of commit (against base) into tip and returns the
-// resulting tree, or a *ConflictError.
+// MergeTree merges the changes of commit (against base, its parent) into tip and
+// returns the resulting tree, or a *ConflictError. It needs git 2.40.
+func (r Repo) MergeTree(ctx context.Context, tip, commit, base string) (string, error) {
+	return r.mergeTree(ctx, tip, commit, base, true)
+}
+
 func (r Repo) mergeTree(ctx context.Context, tip, commit, base string, withBase bool) (string, error) {
 	args := []string{"merge-tree", "--write-tree", "--name-only", "--no-messages"}
 	if withBase {
@@ -140,6 +151,8 @@ func (r Repo) mergeTree(ctx context.Context, tip, commit, base string, withBase 
 type Commit struct {
 	Author, Committer Ident
 	Message           []byte
+	Tree              string   // its tree (as read; not used by CommitTree)
+	Parents           []string // its parents (as read; not used by CommitTree)
 }
 
 // Ident is an author or committer line: a name, an email and a date ("<seconds> <zone>").
@@ -151,17 +164,65 @@ func (r Repo) ReadCommit(ctx context.Context, commit string) (Commit, error) {
 	if err != nil {
 		return Commit{}, fmt.Errorf("reading commit %s: %w", Short(commit), err)
 	}
-	header, message, _ := bytes.Cut(out, []byte("\n\n"))
+	return parseCommit(commit, out)
+}
+
+// ReadCommits reads every commit of revs (object names, or expressions such as
+// "<oid>^") with one git, in order. A rev that names no commit here gives a zero
+// Commit (its Tree is empty).
+func (r Repo) ReadCommits(ctx context.Context, revs []string) ([]Commit, error) {
+	cmd := r.Command(ctx, r.Env, "cat-file", "--batch")
+	cmd.Stdin = strings.NewReader(strings.Join(revs, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("reading %d commits: %w", len(revs), err)
+	}
+	commits := make([]Commit, len(revs))
+	for i, rev := range revs {
+		// Each object is "<oid> <type> <size>\n<content>\n"; one that is not here,
+		// "<rev> missing\n" (or "ambiguous").
+		header, rest, ok := bytes.Cut(out, []byte("\n"))
+		if !ok {
+			return nil, fmt.Errorf("reading commit %s: git cat-file ended early", rev)
+		}
+		out = rest
+		f := strings.Fields(string(header))
+		if len(f) != 3 {
+			continue
+		}
+		size, err := strconv.Atoi(f[2])
+		if err != nil || size+1 > len(rest) {
+			return nil, fmt.Errorf("reading commit %s: git cat-file said %q", rev, header)
+		}
+		out = rest[size+1:]
+		if f[1] == "commit" {
+			if commits[i], err = parseCommit(rev, rest[:size]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return commits, nil
+}
+
+// parseCommit reads a commit object's text.
+func parseCommit(name string, text []byte) (Commit, error) {
+	header, message, _ := bytes.Cut(text, []byte("\n\n"))
 	c := Commit{Message: message}
 	for _, line := range strings.Split(string(header), "\n") {
-		if v, ok := strings.CutPrefix(line, "author "); ok {
+		key, v, _ := strings.Cut(line, " ")
+		switch key {
+		case "tree":
+			c.Tree = v
+		case "parent":
+			c.Parents = append(c.Parents, v)
+		case "author":
 			c.Author = parseIdent(v)
-		} else if v, ok := strings.CutPrefix(line, "committer "); ok {
+		case "committer":
 			c.Committer = parseIdent(v)
 		}
 	}
 	if c.Author.Email == "" && c.Author.Name == "" {
-		return Commit{}, fmt.Errorf("commit %s has no author", Short(commit))
+		return Commit{}, fmt.Errorf("commit %s has no author", Short(name))
 	}
 	return c, nil
 }

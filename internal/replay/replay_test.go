@@ -100,3 +100,48 @@ func TestPick(t *testing.T) {
 		t.Errorf("log %q", log)
 	}
 }
+
+// TestReadCommits: one cat-file reads each commit as ReadCommit does one, with its
+// tree and parents, and a rev that names no commit gives a zero Commit.
+func TestReadCommits(t *testing.T) {
+	t.Parallel()
+	r := testutil.NewRepo(t, testutil.NewGit(t), "files")
+	r.Run("commit", "-q", "--allow-empty", "-m", "one")
+	r.Env = append(r.Env, "GIT_AUTHOR_NAME=Two Author")
+	r.Run("commit", "-q", "--allow-empty", "-m", "two\n\nbody\n")
+	repo := Repo{Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env}
+	ctx := context.Background()
+	got, err := repo.ReadCommits(ctx, []string{"HEAD", "HEAD^", "HEAD^{tree}", strings.Repeat("0", 40)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("got %d commits, want 4", len(got))
+	}
+	for i, rev := range []string{"HEAD", "HEAD^"} {
+		want, err := repo.ReadCommit(ctx, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i].Author != want.Author || got[i].Committer != want.Committer || string(got[i].Message) != string(want.Message) {
+			t.Errorf("%s: ReadCommits %+v, ReadCommit %+v", rev, got[i], want)
+		}
+		if tree := r.Run("rev-parse", rev+"^{tree}"); got[i].Tree != tree {
+			t.Errorf("%s: tree %q, want %q", rev, got[i].Tree, tree)
+		}
+	}
+	if got[0].Author.Name != "Two Author" || string(got[0].Message) != "two\n\nbody\n" {
+		t.Errorf("HEAD read as %+v", got[0])
+	}
+	if p := r.Run("rev-parse", "HEAD^"); len(got[0].Parents) != 1 || got[0].Parents[0] != p {
+		t.Errorf("HEAD's parents %q, want [%s]", got[0].Parents, p)
+	}
+	if p := r.Run("log", "-1", "--format=%P", "HEAD^"); strings.Join(got[1].Parents, " ") != p {
+		t.Errorf("HEAD^'s parents %q, want %q", got[1].Parents, p)
+	}
+	for i := 2; i < 4; i++ {
+		if got[i].Tree != "" {
+			t.Errorf("rev %d (not a commit) read as %+v", i, got[i])
+		}
+	}
+}
