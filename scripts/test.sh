@@ -42,8 +42,14 @@ rm -f /tmp/refretry-go.mod.$$ /tmp/refretry-go.sum.$$
 echo "== go test -race (git 2.39: $(git version), git 2.55: $REFRETRY_TEST_GIT)"
 go test -race -count=1 -timeout 30m ./...
 
+# Fuzz budgets are execution counts, not durations: go1.26's fuzz coordinator
+# can fail a run with a bare "context deadline exceeded" when a -fuzztime
+# duration ends while a worker is mid-call (golang/go#75804, fixed in go1.27).
+# A count has no deadline to race. Counts are about 5-15 s of work here.
+fuzz() { go test -run '^$' -fuzz "^$2\$" -fuzztime "$3" "$1"; }
+
 echo "== fuzz the input reader (bounded)"
-go test -run '^$' -fuzz '^FuzzReader$' -fuzztime 20s ./transaction
+fuzz ./transaction FuzzReader 400000x
 
 echo "== benchmark harness smoke run"
 bin=$(mktemp -d)
@@ -54,20 +60,16 @@ go run ./bench -git "$REFRETRY_TEST_GIT" -refretry "$bin/refretry" -quick >/dev/
 # Reliability suite (docs/reliability.md): the other parsers' fuzz targets, bounded,
 # and a short model-checked soak (make soak runs the long one).
 echo "== fuzz the parsers (bounded)"
-for target in FuzzParseArgs FuzzClassify; do
-	go test -run '^$' -fuzz "^$target\$" -fuzztime 10s ./transaction
-done
-for target in FuzzWorkflowEscape FuzzParseFormat; do
-	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./ci
-done
-for target in FuzzParsePorcelain FuzzClassify; do
-	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./push
-done
-go test -run '^$' -fuzz '^FuzzClassify$' -fuzztime 5s ./fetch
-go test -run '^$' -fuzz '^FuzzShimParse$' -fuzztime 5s ./internal/shim
-for target in FuzzParse FuzzDecodeRequest; do
-	go test -run '^$' -fuzz "^$target\$" -fuzztime 5s ./internal/group
-done
+fuzz ./transaction FuzzParseArgs 300000x
+fuzz ./transaction FuzzClassify 200000x
+fuzz ./ci FuzzWorkflowEscape 150000x
+fuzz ./ci FuzzParseFormat 80000x
+fuzz ./push FuzzParsePorcelain 60000x
+fuzz ./push FuzzClassify 40000x
+fuzz ./fetch FuzzClassify 60000x
+fuzz ./internal/shim FuzzShimParse 250000x
+fuzz ./internal/group FuzzParse 150000x
+fuzz ./internal/group FuzzDecodeRequest 150000x
 echo "== model-checked soak (short)"
 go run ./internal/harness/soak -seconds 150 -git "$REFRETRY_TEST_GIT" -old-git "$(command -v git)" -refretry "$bin/refretry"
 
