@@ -41,9 +41,6 @@ type Options struct {
 	LogFile         string        `name:"log-file" placeholder:"PATH" envvar:"REFRETRY_LOG_FILE" gitconfig:"refretry.logFile" help:"Also append JSON lines to PATH."`
 }
 
-// Values is the name updateref.go still gives resolved Options.
-type Values = Options
-
 // defaults are the values no flag, environment variable or git config sets: the
 // libraries' own.
 func defaults() Options {

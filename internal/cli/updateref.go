@@ -128,7 +128,7 @@ func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, r *transactio
 // coalesceAllowed is git config's say on default coalescing (asked only by a leader
 // about to commit a group, that is under contention): refretry.coalesce unset or true.
 func coalesceAllowed(in *invocation) bool {
-	v := Values{Coalesce: true}
+	v := Options{Coalesce: true}
 	o, _ := lookup("--coalesce")
 	return o.fromConfig(&v, in.set, in.readConfig()) != nil || v.Coalesce
 }
