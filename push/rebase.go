@@ -73,22 +73,31 @@ func (r *pushRun) cureTarget(a *engine.Attempt, v verdict) *cure {
 // applyCure fetches the remote's tip of the ref that was behind and puts this push's
 // commits on it: replayed (Rebase), or made again by the caller's command
 // (Regenerate; also when the replay conflicts). It may rewrite args (a commit given by
-// its name is pushed as the new one). done is true when there is nothing left to push.
-// A transport failure of the fetch is a retryable *failure.Error; a failed rebase or
-// regeneration is a *failure.Error of class Rebase or Regenerate.
-func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, url string, c cure) (done bool, err error) {
+// its name is pushed as the new one). When the tip is the pushed commit itself and the
+// push named no other ref, an earlier attempt (or an earlier copy of this one) was
+// applied: the run is a success the remote proves. A transport failure of the fetch
+// is a retryable *failure.Error; a failed rebase or regeneration is a *failure.Error
+// of class Rebase or Regenerate.
+func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, url string, c cure) (engine.Next, error) {
 	onto, err := r.fetchTip(ctx, r.env, *args, url, c.ref.To)
 	if err != nil {
-		return false, err
+		return engine.Stop, err
 	}
 	src := r.repo().RevParse(ctx, c.ref.From+"^{commit}")
-	if src == "" {
-		return false, rebaseFailure(&RebaseError{From: c.ref.From, Onto: onto, Output: "cannot read " + c.ref.From})
+	switch {
+	case src == "":
+		return engine.Stop, rebaseFailure(&RebaseError{From: c.ref.From, Onto: onto, Output: "cannot read " + c.ref.From})
+	case src == onto && len(r.verdict.report.Refs) == 1:
+		r.named = r.verdict.report.Refs
+		return r.proved(a), nil
 	}
 	if r.Rebase {
 		tip, err := r.repo().Line(ctx, src, onto)
 		if err == nil {
-			return false, r.adopt(ctx, a, args, c.ref, src, tip, onto)
+			if err := r.adopt(ctx, a, args, c.ref, src, tip, onto); err != nil {
+				return engine.Stop, err
+			}
+			return engine.Retry, nil
 		}
 		re := &RebaseError{From: c.ref.From, Onto: onto, Orig: src}
 		var conflict *replay.ConflictError
@@ -98,11 +107,18 @@ func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, 
 			re.Output = err.Error()
 		}
 		if r.Regenerate == "" {
-			return false, rebaseFailure(re)
+			return engine.Stop, rebaseFailure(re)
 		}
 		a.Note("rebase", re.Error()+"; running the --regenerate command instead")
 	}
-	return r.regenerate(ctx, a, args, c.ref, src, onto)
+	switch done, err := r.regenerate(ctx, a, args, c.ref, src, onto); {
+	case err != nil:
+		return engine.Stop, err
+	case done:
+		r.nothing = true
+		return engine.Done, nil
+	}
+	return engine.Retry, nil
 }
 
 // rebaseFailure is a failed rebase as the run's failure: exit 1, as git's for the
@@ -117,7 +133,8 @@ func (r *pushRun) fetchTip(ctx context.Context, env []string, args Args, url, re
 	if remote == "" {
 		remote = url
 	}
-	cmd := r.command(ctx, env, "fetch", "-q", "--no-tags", remote, ref)
+	// No maintenance: it would run after every lost race, in the caller's time.
+	cmd := r.command(ctx, env, "fetch", "-q", "--no-tags", "--no-auto-maintenance", remote, ref)
 	var fetchErr gitexec.Capped
 	cmd.Stderr = &fetchErr
 	if err := cmd.Run(); err != nil {

@@ -128,10 +128,25 @@ type pushRun struct {
 	url      string      // the remote's URL, from the porcelain
 	verified bool        // the remote was found to hold every pushed value
 	nothing  bool        // --regenerate found the job's result on the remote already
+	// pending is the cure (a rebase, a regeneration) the next attempt applies before
+	// it pushes: after the engine's pause, so that the remote's tip it fetches is as
+	// fresh as it can be when the push follows.
+	pending *cure
 }
 
-// Attempt runs git push once with its output captured, and classifies it.
+// Attempt applies the pending cure, if any, then runs git push once with its output
+// captured, and classifies it.
 func (r *pushRun) Attempt(ctx context.Context, a *engine.Attempt) error {
+	if c := r.pending; c != nil {
+		switch next, err := r.applyCure(ctx, a, &r.args, r.url, *c); {
+		case err != nil:
+			return err // the cure's own failure; a transport failure keeps it pending
+		case next == engine.Done:
+			r.pending = nil
+			return nil
+		}
+		r.pending = nil
+	}
 	full := []string{"push", "--porcelain"}
 	if r.args.Atomic == nil && !r.NoAtomic {
 		full = append(full, "--atomic")
@@ -160,9 +175,14 @@ func (r *pushRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 // Cure acts on a failed attempt before the next one: an attempt whose outcome is
 // unsure is checked against the remote (it may have been applied, its answer lost),
 // as is a compare-and-swap failure on the server (the HTTP library may have sent this
-// very push twice); a push behind the remote is rebased or regenerated when asked.
+// very push twice); a push behind the remote is rebased or regenerated when asked, by
+// the next attempt (pending), after the engine's pause.
 func (r *pushRun) Cure(ctx context.Context, a *engine.Attempt, f *failure.Error) (engine.Next, error) {
 	switch {
+	case r.pending != nil:
+		// The pending cure's fetch failed: its class decides, and the next attempt
+		// applies the cure again.
+		return engine.Stop, nil
 	case f.Class == failure.Transport || f.Class == failure.Race || f.Class == failure.Unknown:
 		r.unsure = true
 		if len(r.verdict.report.Refs) == 0 && len(r.named) == 0 {
@@ -173,27 +193,26 @@ func (r *pushRun) Cure(ctx context.Context, a *engine.Attempt, f *failure.Error)
 		}
 		return engine.Stop, nil
 	case (r.unsure || f.Moved != nil) && !f.Class.Retryable() && len(r.verdict.report.Refs) > 0 &&
-		r.verify(ctx, r.env, r.args, r.url, r.verdict.report.Refs):
+		!r.cureFetches(f) && r.verify(ctx, r.env, r.args, r.url, r.verdict.report.Refs):
 		// An earlier attempt was applied and its answer lost, or the transport sent
 		// this one twice and the first copy was applied.
 		r.named = r.verdict.report.Refs
 		return r.proved(a), nil
 	case f.Class == failure.Behind && (r.Rebase || r.Regenerate != ""):
-		c := r.cureTarget(a, r.verdict)
-		if c == nil {
+		if r.pending = r.cureTarget(a, r.verdict); r.pending == nil {
 			return engine.Stop, nil
-		}
-		done, err := r.applyCure(ctx, a, &r.args, r.url, *c)
-		switch {
-		case err != nil:
-			return engine.Stop, err
-		case done:
-			r.nothing = true
-			return engine.Done, nil
 		}
 		return engine.Retry, nil
 	}
 	return engine.Stop, nil
+}
+
+// cureFetches reports whether the cure of f fetches the one ref the push named: the
+// fetched tip then shows, as ls-remote would, whether the remote already holds the
+// pushed value (applyCure), and the push needs no check of its own.
+func (r *pushRun) cureFetches(f *failure.Error) bool {
+	refs := r.verdict.report.Refs
+	return f.Class == failure.Behind && (r.Rebase || r.Regenerate != "") && len(refs) == 1 && refs[0].From != ""
 }
 
 // proved ends the run as a success the remote proves.

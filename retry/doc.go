@@ -16,8 +16,8 @@
 //   - The delay before attempt n+1 follows the exponential schedule of
 //     github.com/cenkalti/backoff/v4 (InitialDelay × Multiplier^(n-1), capped at
 //     MaxDelay), randomised by [Jitter] with the policy's factor, and capped at MaxDelay
-//     again. A failure that implements [Waiter] makes the delay at least the wait it
-//     asks for; one that implements [Immediate] makes it zero.
+//     again. A failure that implements [Paced] sets the delay itself; one that
+//     implements [Waiter] makes it at least the wait it asks for.
 //   - The deadline ([Policy].Timeout, measured from the start of the first attempt)
 //     decides only whether a new attempt may start: when the next delay would end past
 //     it, the loop gives up without sleeping. A running attempt is never interrupted by

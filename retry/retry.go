@@ -39,12 +39,13 @@ type Waiter interface {
 	RetryAfter() time.Duration
 }
 
-// Immediate is implemented by an error after which the next attempt needs no pause:
-// what failed was put right before the loop resumes (a branch rebased onto the
-// remote's new tip), so a pause would only add time. The attempt cap and the deadline
-// still apply. A Waiter's wait comes first.
-type Immediate interface {
-	RetryNow() bool
+// Paced is implemented by an error that sets the pause before the next attempt
+// itself, in place of the schedule's: what failed was put right before the loop
+// resumes (a branch rebased onto the remote's new tip), and the pause only spreads out
+// those racing for the same thing (zero: none). Policy.MaxDelay does not cap it; a
+// Waiter's longer wait comes first; the attempt cap and the deadline still apply.
+type Paced interface {
+	Pause() time.Duration
 }
 
 // ExhaustedError is returned when the last failure was transient but no further attempt
@@ -173,19 +174,19 @@ func (l *loop) resolve() error {
 }
 
 // delay is the pause after the transient failure err: the schedule's next delay,
-// jittered and capped, unless err asks for a longer wait or for none.
+// jittered and capped, unless err sets its own pause or asks for a longer wait.
 func (l *loop) delay(err error) time.Duration {
 	if l.sched == nil {
 		l.sched = schedule(l.policy, l.clock)
 	}
 	d := min(Jitter(l.sched.NextBackOff(), l.policy.Jitter, l.random()), l.policy.MaxDelay)
+	var p Paced
+	if errors.As(err, &p) {
+		d = p.Pause()
+	}
 	var w Waiter
-	var im Immediate
-	switch {
-	case errors.As(err, &w) && w.RetryAfter() > d:
+	if errors.As(err, &w) && w.RetryAfter() > d {
 		return w.RetryAfter() // what the server asked for, past MaxDelay if need be
-	case errors.As(err, &im) && im.RetryNow():
-		return 0
 	}
 	return d
 }

@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -317,5 +318,27 @@ func TestDoWaitsAsAsked(t *testing.T) {
 	var ex *retry.ExhaustedError
 	if !errors.As(err, &ex) || ex.Reason != retry.ReasonDeadline || *calls != 1 || len(clock.sleeps) != 0 {
 		t.Errorf("err %v, %d calls, sleeps %v: want deadline after one attempt, no sleep", err, *calls, clock.sleeps)
+	}
+}
+
+// pacedErr is a transient failure that sets its own pause.
+type pacedErr struct{ pause time.Duration }
+
+func (e pacedErr) Error() string        { return "lost a race, put right" }
+func (e pacedErr) Unwrap() error        { return errBusy }
+func (e pacedErr) Pause() time.Duration { return e.pause }
+
+// TestDoPaced: an error with Pause sets the delay itself, in place of the schedule's,
+// past MaxDelay and down to zero; an ordinary failure after it gets the schedule's.
+func TestDoPaced(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	r := &retry.Retrier{Policy: policy(), Retryable: retryable, Clock: clock}
+	op, _ := failing(clock, 0, pacedErr{3 * time.Second}, pacedErr{0}, errBusy)
+	if err := r.Do(context.Background(), op); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(clock.sleeps) != "[3s 0s 400ms]" {
+		t.Errorf("sleeps %v, want [3s 0s 400ms]", clock.sleeps)
 	}
 }

@@ -7,8 +7,9 @@
 // rest, the same way for all:
 //
 //   - the loop, its budget (a deadline and an attempt cap) and its schedule (jittered
-//     exponential backoff, a server's Retry-After honoured; no backoff after a cure
-//     that changed what the next attempt does), through package retry;
+//     exponential backoff, a server's Retry-After honoured; after a cure that changed
+//     what the next attempt does, a random pause in units of the shortest attempt,
+//     its window doubling with each cure), through package retry;
 //   - the judgement of a local lock a failure names (internal/lockfile's rule: its age,
 //     its holder), turning contention into a stale lock, and removing a stale lock when
 //     asked to;
@@ -21,6 +22,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/refretry/refretry/failure"
@@ -54,8 +56,10 @@ type Next int
 const (
 	// Stop lets the failure stand: retried with backoff when its class is retryable,
 	// else the end of the run.
-	Stop  Next = iota
-	Retry      // the next attempt runs now, whatever the class: the cure changed what it does
+	Stop Next = iota
+	// Retry: the next attempt runs whatever the class, for the cure changed what it
+	// does; after a pause (run.pause) that spreads out those racing with it.
+	Retry
 	// Done: the cure found the command done (the remote already holds the push). The
 	// failed attempt is recorded as it was; the next one, at once, is the success,
 	// and runs no git.
@@ -129,9 +133,11 @@ type run struct {
 	loaded  bool
 	s       Settings
 	sErr    error
-	cured   bool // the last failure was cured: the next attempt runs at once
-	done    bool // a cure found the command done: the next attempt ends the run
-	renewed bool // progress since the budget started: a spent budget starts over
+	cured   bool          // the last failure was cured: the next attempt runs after run.pause
+	losses  int           // failures cured so far: the pause's window doubles with each
+	slot    time.Duration // the shortest attempt with its cure so far: the pause's unit
+	done    bool          // a cure found the command done: the next attempt ends the run
+	renewed bool          // progress since the budget started: a spent budget starts over
 }
 
 func (r *run) settings() (Settings, error) {
@@ -221,6 +227,7 @@ func (r *run) attempt(ctx context.Context, n int) error {
 		return nil
 	}
 	r.cured = false
+	begin := r.now()
 	a := &Attempt{N: n, run: r}
 	err := r.cmd.Attempt(ctx, a)
 	var f *failure.Error
@@ -231,31 +238,62 @@ func (r *run) attempt(ctx context.Context, n int) error {
 	if r.curer == nil {
 		return err
 	}
-	return r.cure(ctx, a, f, err)
+	return r.cure(ctx, a, f, err, begin)
 }
 
-// cure asks the command to act on the failure f (err wraps it) and returns what the
-// loop sees: err, marked cured when the next attempt is to run at once, or the
-// cure's own error.
-func (r *run) cure(ctx context.Context, a *Attempt, f *failure.Error, err error) error {
+// cure asks the command to act on the failure f (err wraps it) of the attempt that
+// began at begin, and returns what the loop sees: err, marked cured with the pause
+// before the next attempt, or the cure's own error.
+func (r *run) cure(ctx context.Context, a *Attempt, f *failure.Error, err error, begin time.Time) error {
 	switch next, cerr := r.curer.Cure(ctx, a, f); {
 	case cerr != nil:
 		return cerr
 	case next == Done:
-		r.done = true
-		fallthrough
+		r.done, r.cured = true, true
+		return cured{err, 0}
 	case next == Retry:
 		r.cured = true
-		return cured{err}
+		return cured{err, r.pause(r.now().Sub(begin))}
 	}
 	return err
 }
 
-// cured is a failure whose cure was applied: the next attempt runs at once.
-type cured struct{ error }
+// pause is the wait before the attempt that follows a cure. A cure that had to be
+// applied means another process got there first (it pushed to the branch between
+// this one's fetch and its push), and it will again if every loser comes straight
+// back: the losers of one round would make the next round's race, and N racers
+// would make N²/2 attempts. So each waits a random time, uniform in a window of one
+// slot doubled for each cure in the run before this one, up to 32 slots: binary
+// exponential backoff, as on a shared Ethernet. The slot is the shortest attempt
+// (with its cure) the run has seen: one turn at the remote when it is least loaded.
+// The cure itself runs after the pause (push's pending cure), so that the tip it
+// fetches is fresh when the push follows. Never past what the budget leaves for one
+// more attempt.
+func (r *run) pause(cycle time.Duration) time.Duration {
+	if r.slot == 0 || cycle < r.slot {
+		r.slot = cycle
+	}
+	r.losses++
+	window := r.slot << min(r.losses-1, 5)
+	p := time.Duration(r.random() * float64(window))
+	return min(p, max(r.left()-cycle, 0))
+}
 
-func (c cured) Unwrap() error  { return c.error }
-func (c cured) RetryNow() bool { return true }
+func (r *run) random() float64 {
+	if r.Rand == nil {
+		return rand.Float64()
+	}
+	return r.Rand()
+}
+
+// cured is a failure whose cure was applied: the next attempt follows after pause.
+type cured struct {
+	error
+	pause time.Duration
+}
+
+func (c cured) Unwrap() error        { return c.error }
+func (c cured) Pause() time.Duration { return c.pause }
 
 // unwrapCured is err without the cured wrapper the loop saw.
 func unwrapCured(err error) error {

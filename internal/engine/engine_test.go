@@ -34,11 +34,16 @@ type script struct {
 	cure     func(n int, f *failure.Error) (Next, error)
 	ran      int
 	finalErr error
-	renewAt  int // attempt at which Renew is called
+	renewAt  int             // attempt at which Renew is called
+	clock    *fakeClock      // when set, attempt n takes took[n-1] on it
+	took     []time.Duration // how long each attempt takes
 }
 
 func (s *script) Attempt(_ context.Context, a *Attempt) error {
 	s.ran++
+	if s.clock != nil && s.ran <= len(s.took) {
+		s.clock.now = s.clock.now.Add(s.took[s.ran-1])
+	}
 	if s.renewAt == s.ran {
 		a.Renew()
 	}
@@ -75,7 +80,8 @@ var (
 )
 
 // TestRun: retryable failures are retried with backoff; a failure a cure put right
-// is retried at once; a cure that finds the command done ends it with a success that
+// is retried after a pause (none here: the attempts take no time, so the slot is
+// zero; TestPauseAfterCure has the pause); a cure that finds the command done ends it with a success that
 // runs no git, and the failed attempt stays recorded as it was; a permanent failure
 // ends the run after one attempt.
 func TestRun(t *testing.T) {
@@ -92,7 +98,7 @@ func TestRun(t *testing.T) {
 		{"contention, then success", &script{fails: []error{contention, contention}}, nil, 0, 3,
 			[]time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, []bool{false, false, true}},
 		{"behind, no cure", &script{fails: []error{behind}}, nil, 1, 1, nil, []bool{false}},
-		{"behind, cured: at once", &script{fails: []error{behind}},
+		{"behind, cured", &script{fails: []error{behind}},
 			func(int, *failure.Error) (Next, error) { return Retry, nil }, 0, 2, []time.Duration{0}, []bool{false, true}},
 		{"contention, found done by the cure", &script{fails: []error{contention}},
 			func(int, *failure.Error) (Next, error) { return Done, nil }, 0, 1, []time.Duration{0}, []bool{false, true}},
@@ -120,6 +126,47 @@ func TestRun(t *testing.T) {
 			}
 			if fmt.Sprint(ok) != fmt.Sprint(tc.attempts) {
 				t.Errorf("attempt records %v, want %v", ok, tc.attempts)
+			}
+		})
+	}
+}
+
+// TestPauseAfterCure: after a cured failure the next attempt waits a random part of a
+// window that is one slot (the shortest attempt so far) doubled for each cure, up to
+// 32 slots, and never past what the budget leaves for one more attempt.
+func TestPauseAfterCure(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		took    []time.Duration
+		rand    float64
+		sleeps  []time.Duration
+	}{
+		{"doubling to 32 slots", time.Hour,
+			[]time.Duration{300 * ms, 100 * ms, 200 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms},
+			0.5, []time.Duration{150 * ms, 100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 1600 * ms}},
+		{"none when the draw is zero", time.Hour, []time.Duration{100 * ms, 100 * ms, 100 * ms}, 0, []time.Duration{0, 0}},
+		{"within the budget", 2 * time.Second,
+			[]time.Duration{500 * ms, 500 * ms, 500 * ms}, 0.99, []time.Duration{495 * ms, 5 * ms}}, // 2 s - 1495 ms - one 500 ms attempt
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &fakeClock{now: time.Unix(0, 0)}
+			fails := make([]error, len(tc.took)-1)
+			for i := range fails {
+				fails[i] = behind
+			}
+			s := &script{fails: fails, clock: clock, took: tc.took,
+				cure: func(int, *failure.Error) (Next, error) { return Retry, nil }}
+			e := &Engine{Clock: clock, Rand: func() float64 { return tc.rand },
+				Settings: func() (Settings, error) {
+					return Settings{Policy: retry.Policy{Timeout: tc.timeout, MaxAttempts: 50, InitialDelay: ms, MaxDelay: ms, Multiplier: 2}}, nil
+				}}
+			code, err := e.Run(context.Background(), curing{s})
+			if code != 0 || fmt.Sprint(clock.sleeps) != fmt.Sprint(tc.sleeps) {
+				t.Errorf("code %d (%v), sleeps %v; want 0, %v", code, err, clock.sleeps, tc.sleeps)
 			}
 		})
 	}
