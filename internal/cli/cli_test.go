@@ -119,6 +119,47 @@ func TestCommands(t *testing.T) {
 	}
 }
 
+// TestBadOptionValue: a bad value of one of refretry's options, on the command line or
+// in the environment, is a usage error (exit 129, one line naming where it came from)
+// for every command that runs git, before any git runs.
+func TestBadOptionValue(t *testing.T) {
+	t.Parallel()
+	commands := [][]string{
+		{"refs/heads/x", "HEAD"},
+		{"update-ref", "refs/heads/x", "HEAD"},
+		{"push", "origin", "main"},
+		{"fetch", "origin"},
+		{"version"},
+		{"gather", "list", "origin", "main"},
+		{"gather", "land", "origin", "main"},
+		{"gather", "discard", "origin", "main", "0193"},
+	}
+	// A command that let the value pass would run git: not in this repository.
+	nowhere := t.TempDir()
+	for _, args := range commands {
+		for _, bad := range []struct {
+			env, flags []string
+			want       string
+		}{
+			{nil, []string{"--timeout", "soon"}, `--timeout "soon"`},
+			{[]string{"REFRETRY_TIMEOUT=soon"}, nil, `REFRETRY_TIMEOUT="soon"`},
+		} {
+			// gather land, letting the value pass, would wait on the remote that is not
+			// there: the deadline ends it, failing here.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			var out, errOut strings.Builder
+			line := append(append([]string{"-C", nowhere}, bad.flags...), args...)
+			code := Run(ctx, line, Streams{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut}, bad.env)
+			cancel()
+			stdout, stderr := out.String(), errOut.String()
+			want := "refretry: " + bad.want + ": not a non-negative duration such as 500ms, 30s or 2m\n"
+			if code != exitUsage || stdout != "" || stderr != want {
+				t.Errorf("%q %q: exit %d, stdout %q, stderr %q; want 129 and %q", bad.env, args, code, stdout, stderr, want)
+			}
+		}
+	}
+}
+
 // TestOptionTable: every option that is a setting has a parser for its type, and an
 // option with a git config key has an environment variable.
 func TestOptionTable(t *testing.T) {

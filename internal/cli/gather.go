@@ -100,12 +100,17 @@ type gatherTarget struct {
 	Branch string `arg:"" help:"The branch the commits are staged for."`
 }
 
-func (t gatherTarget) runner(in *invocation) *gather.Runner {
+// runner is the gather.Runner for the target, once refretry's options check out (a bad
+// value is a usage error, as for every command).
+func (t gatherTarget) runner(in *invocation) (*gather.Runner, error) {
+	if err := in.check(); err != nil {
+		return nil, err
+	}
 	return &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: t.Remote, Branch: t.Branch,
 		Settings: in.settings, Stderr: in.s.Stderr,
 		Note: func(_, msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
-	}
+	}, nil
 }
 
 // GatherListCmd is `refretry gather list <remote> <branch>`.
@@ -114,7 +119,11 @@ type GatherListCmd struct{ gatherTarget }
 // Run prints one line per staged, conflicting or discarded commit: its id, state,
 // commit and age.
 func (c *GatherListCmd) Run(in *invocation) error {
-	l, err := c.runner(in).List(in.ctx)
+	r, err := c.runner(in)
+	if err != nil {
+		return err
+	}
+	l, err := r.List(in.ctx)
 	if err != nil {
 		return err
 	}
@@ -138,7 +147,11 @@ type GatherLandCmd struct{ gatherTarget }
 
 // Run gathers until nothing is staged.
 func (c *GatherLandCmd) Run(in *invocation) error {
-	res, err := c.runner(in).Land(in.ctx)
+	r, err := c.runner(in)
+	if err != nil {
+		return err
+	}
+	res, err := r.Land(in.ctx)
 	fmt.Fprintf(in.s.Stderr, "refretry: landed %d staged commits in %d gathers\n", res.Gathered, res.Waves)
 	return err
 }
@@ -151,5 +164,9 @@ type GatherDiscardCmd struct {
 
 // Run discards the ids.
 func (c *GatherDiscardCmd) Run(in *invocation) error {
-	return c.runner(in).Discard(in.ctx, c.IDs)
+	r, err := c.runner(in)
+	if err != nil {
+		return err
+	}
+	return r.Discard(in.ctx, c.IDs)
 }
