@@ -3,6 +3,7 @@ package gather
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -29,7 +30,7 @@ type Listing struct {
 // List reads the branch's staged, conflicting and discarded commits and its lease
 // from the remote (one ls-remote).
 func (r *Runner) List(ctx context.Context) (Listing, error) {
-	u := r.newRun(ctx)
+	u := r.newRun(ctx, nil)
 	st, err := u.look(ctx)
 	if err != nil {
 		return Listing{}, err
@@ -51,9 +52,10 @@ func (r *Runner) List(ctx context.Context) (Listing, error) {
 // operator after an outage does: it takes the lease (waiting for a gather in
 // progress, and taking over a lease that has not changed for LeaseTimeout), gathers
 // wave after wave until nothing is staged, and returns how many commits it landed.
-// Commits that conflict are left in the conflict namespace.
-func (r *Runner) Land(ctx context.Context) (Result, error) {
-	u := r.newRun(ctx)
+// Commits that conflict are left in the conflict namespace. git's output reaches
+// stderr (nil discards it) only when a push fails for good.
+func (r *Runner) Land(ctx context.Context, stderr io.Writer) (Result, error) {
+	u := r.newRun(ctx, stderr)
 	defer u.cleanup()
 	marker, err := u.leaseMarker(ctx)
 	if err != nil {
@@ -125,9 +127,10 @@ func (u *run) leaseMarker(ctx context.Context) (string, error) {
 // Discard removes staged commits (by id) from the remote in one atomic push, marking
 // each discarded so that its job, if it is still waiting, fails instead of waiting on;
 // it removes conflict and discarded marks of those ids too. An id the remote does not
-// have is an error, and nothing is removed.
-func (r *Runner) Discard(ctx context.Context, ids []string) error {
-	u := r.newRun(ctx)
+// have is an error, and nothing is removed. git's output reaches stderr (nil discards
+// it) when the push fails.
+func (r *Runner) Discard(ctx context.Context, ids []string, stderr io.Writer) error {
+	u := r.newRun(ctx, stderr)
 	st, err := u.look(ctx)
 	if err != nil {
 		return err

@@ -18,10 +18,9 @@ func ExampleRunner() {
 	r := &gather.Runner{
 		Dirs: []string{"."}, Env: os.Environ(),
 		Remote: "origin", Branch: "main",
-		Stderr: os.Stderr,
-		Note:   func(kind, msg string) { fmt.Fprintln(os.Stderr, msg) },
+		Note: func(kind, msg string) { fmt.Fprintln(os.Stderr, msg) },
 	}
-	res, err := r.Run(context.Background())
+	res, err := r.Run(context.Background(), os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err) // a *ConflictError, *NotLandedError, *DiscardedError, …
 		os.Exit(1)
@@ -64,7 +63,7 @@ func ExampleRunner_Discard() {
 		}
 	}
 	list()
-	if err := r.Discard(ctx, []string{id}); err != nil {
+	if err := r.Discard(ctx, []string{id}, os.Stderr); err != nil {
 		panic(err)
 	}
 	list()

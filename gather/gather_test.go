@@ -106,7 +106,7 @@ func all(jobs []job, r *remote, configure func(*gather.Runner)) []outcome {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i].res, out[i].err = j.runner(r, configure).Run(context.Background())
+			out[i].res, out[i].err = j.runner(r, configure).Run(context.Background(), nil)
 		}()
 	}
 	wg.Wait()

@@ -41,7 +41,9 @@ const (
 )
 
 // Runner lands one job's commit on a branch of a remote through a gather (see the
-// package comment). Its fields are its configuration, which Run only reads.
+// package comment). Its fields are its configuration, which its methods only read: one
+// Runner may serve any number of calls, one after another or at once. The streams of a
+// call are its arguments.
 type Runner struct {
 	Git  string   // git executable ("" means "git")
 	Dirs []string // -C directories, in order
@@ -63,8 +65,6 @@ type Runner struct {
 	// staging push is retried on its schedule). nil means retry.DefaultPolicy.
 	Settings func() (transaction.Settings, error)
 
-	// Stderr receives git's output when a push fails for good.
-	Stderr io.Writer
 	// Note, if set, is told what happened (staged, gathered, landed, a lease taken
 	// over, a staged commit that is old), as a kind ("gather") and a line.
 	Note func(kind, msg string)
@@ -130,18 +130,20 @@ type run struct {
 	start    time.Time
 	res      Result
 	lastPush gitexec.Captured
-	perWave  int      // staged commits a gather takes (halved when a remote refuses as many)
-	shallow  bool     // the repository is a shallow clone
-	boundary []string // its shallow boundary commits
+	errOut   io.Writer // the run's stderr (nil: discarded)
+	perWave  int       // staged commits a gather takes (halved when a remote refuses as many)
+	shallow  bool      // the repository is a shallow clone
+	boundary []string  // its shallow boundary commits
 	err      error
 }
 
 // Run stages the job's commit and waits until it is on the branch, gathering when
-// elected. It returns a *ConflictError, *NotLandedError or *DiscardedError when the
+// elected. git's output reaches stderr (nil discards it) only when a push fails for
+// good. It returns a *ConflictError, *NotLandedError or *DiscardedError when the
 // commit did not land, a *push.Error (or a retry error wrapping one) when it could not
 // be staged, and other errors for what went wrong on the way.
-func (r *Runner) Run(ctx context.Context) (Result, error) {
-	u := r.newRun(ctx)
+func (r *Runner) Run(ctx context.Context, stderr io.Writer) (Result, error) {
+	u := r.newRun(ctx, stderr)
 	if u.err != nil {
 		return u.res, u.err
 	}
@@ -159,10 +161,10 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 	return u.res, u.wait(ctx, staging)
 }
 
-// newRun is a run's state for r; its err says why it cannot run (the policy, an old
-// git).
-func (r *Runner) newRun(ctx context.Context) *run {
-	u := &run{Runner: r, n: newNames(r.Branch), start: time.Now(), perWave: r.maxPerWave()}
+// newRun is a run's state for r, writing to stderr; its err says why it cannot run
+// (the policy, an old git).
+func (r *Runner) newRun(ctx context.Context, stderr io.Writer) *run {
+	u := &run{Runner: r, n: newNames(r.Branch), start: time.Now(), perWave: r.maxPerWave(), errOut: stderr}
 	u.repo = replay.Repo{Git: r.git(), Dirs: r.Dirs, Env: r.Env}
 	u.http = httpconf.Look(ctx, r.git(), r.Dirs, r.Env, r.Remote, httpconf.Floor{})
 	u.env = u.http.Env(r.Env)
@@ -239,8 +241,8 @@ func (r *Runner) leaseTimeout() time.Duration {
 }
 
 func (u *run) stderr() io.Writer {
-	if u.Stderr != nil {
-		return u.Stderr
+	if u.errOut != nil {
+		return u.errOut
 	}
 	return io.Discard
 }

@@ -56,9 +56,9 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	g := &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: remote, Branch: branch, Source: src,
 		PushOptions: opts, MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Settings: in.settings,
-		Stderr: lg.Stderr(), Note: lg.Note, OnAttempt: lg.Attempt,
+		Note: lg.Note, OnAttempt: lg.Attempt,
 	}
-	_, err = g.Run(in.ctx)
+	_, err = g.Run(in.ctx, lg.Stderr())
 	var conflict *gather.ConflictError
 	if errors.As(err, &conflict) && (c.Rebase || c.Regenerate != "") {
 		lg.Note("gather", err.Error()+"; pushing it with "+map[bool]string{true: "--rebase", false: "--regenerate"}[c.Rebase]+" instead")
@@ -108,8 +108,8 @@ func (t gatherTarget) runner(in *invocation) (*gather.Runner, error) {
 	}
 	return &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: t.Remote, Branch: t.Branch,
-		Settings: in.settings, Stderr: in.s.Stderr,
-		Note: func(_, msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
+		Settings: in.settings,
+		Note:     func(_, msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
 	}, nil
 }
 
@@ -151,7 +151,7 @@ func (c *GatherLandCmd) Run(in *invocation) error {
 	if err != nil {
 		return err
 	}
-	res, err := r.Land(in.ctx)
+	res, err := r.Land(in.ctx, in.s.Stderr)
 	fmt.Fprintf(in.s.Stderr, "refretry: landed %d staged commits in %d gathers\n", res.Gathered, res.Waves)
 	return err
 }
@@ -168,5 +168,5 @@ func (c *GatherDiscardCmd) Run(in *invocation) error {
 	if err != nil {
 		return err
 	}
-	return r.Discard(in.ctx, c.IDs)
+	return r.Discard(in.ctx, c.IDs, in.s.Stderr)
 }
