@@ -140,8 +140,8 @@ type run struct {
 // Run stages the job's commit and waits until it is on the branch, gathering when
 // elected. git's output reaches stderr (nil discards it) only when a push fails for
 // good. It returns a *ConflictError, *NotLandedError or *DiscardedError when the
-// commit did not land, a *push.Error (or a retry error wrapping one) when it could not
-// be staged, and other errors for what went wrong on the way.
+// commit did not land, a *failure.Error (or a retry error wrapping one) when it could
+// not be staged, and other errors for what went wrong on the way.
 func (r *Runner) Run(ctx context.Context, stderr io.Writer) (Result, error) {
 	u := r.newRun(ctx, stderr)
 	if u.err != nil {
