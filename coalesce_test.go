@@ -159,6 +159,10 @@ func coalesceBackends(t *testing.T) []backendCase {
 	return []backendCase{{cur, "reftable"}, {cur, "files"}, {old, "files"}}
 }
 
+// mixedSeed seeds TestCoalesceMixed's order of invocations; 0 (the default) takes a
+// new seed from the clock. The test logs the seed it used.
+var mixedSeed = flag.Uint64("mixedseed", 0, "seed for TestCoalesceMixed's order of invocations (0: from the clock)")
+
 // TestCoalesceMixed: 600 concurrent invocations (creates, updates, compare-and-swap
 // updates, deletes, with two reflog messages), a known subset of which fail on stale
 // old values. Exactly those fail, each with the bytes and exit code plain git gives
@@ -166,9 +170,19 @@ func coalesceBackends(t *testing.T) []backendCase {
 // reflog has one entry per applied update, with its invocation's message; groups
 // really formed (one git committed several transactions); and, as the repository has
 // a reference-transaction hook, each transaction held one update, as from plain git.
+// The invocations start in an order drawn from a seed it logs: -mixedseed=N draws it
+// again.
 func TestCoalesceMixed(t *testing.T) {
 	t.Parallel()
-	for _, bc := range coalesceBackends(t) {
+	seed := *mixedSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -run 'TestCoalesceMixed$' -mixedseed=%d)", seed, seed)
+	for k, bc := range coalesceBackends(t) {
+		// One source per backend: each draws the same order from the same seed,
+		// whichever of them -run selects.
+		rng := rand.New(rand.NewPCG(seed, uint64(k)))
 		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
 			r := testutil.NewRepo(t, bc.git, bc.backend)
 			a, b := r.Commit, r.NewCommit("second")
@@ -226,7 +240,7 @@ func TestCoalesceMixed(t *testing.T) {
 			}
 			setRefs(t, r, pre)
 			gits, updates := gitProcesses(t, r)
-			rand.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
+			rng.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
 			runAll(t, r, runs)
 			os.Remove(filepath.Join(r.GitDir, "hooks", "reference-transaction"))
 
