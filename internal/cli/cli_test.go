@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,9 +122,13 @@ func TestCommands(t *testing.T) {
 
 // TestBadOptionValue: a bad value of one of refretry's options, on the command line or
 // in the environment, is a usage error (exit 129, one line naming where it came from)
-// for every command that runs git, before any git runs.
+// for every command, before any git runs (the shim's commands run none, but
+// take the same options).
 func TestBadOptionValue(t *testing.T) {
 	t.Parallel()
+	// A command that let the value pass would run git: not in this repository.
+	nowhere := t.TempDir()
+	shimDir := filepath.Join(nowhere, "shim")
 	commands := [][]string{
 		{"refs/heads/x", "HEAD"},
 		{"update-ref", "refs/heads/x", "HEAD"},
@@ -133,9 +138,9 @@ func TestBadOptionValue(t *testing.T) {
 		{"gather", "list", "origin", "main"},
 		{"gather", "land", "origin", "main"},
 		{"gather", "discard", "origin", "main", "0193"},
+		{"shim", "install", "--dir", shimDir},
+		{"shim", "uninstall", "--dir", shimDir},
 	}
-	// A command that let the value pass would run git: not in this repository.
-	nowhere := t.TempDir()
 	for _, args := range commands {
 		for _, bad := range []struct {
 			env, flags []string

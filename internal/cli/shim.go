@@ -51,6 +51,9 @@ func selfPath() (string, error) {
 // Run installs the shim. stdout gets only the PATH line, so that
 // `eval "$(refretry shim install)"` works; the rest goes to stderr.
 func (c *ShimInstallCmd) Run(in *invocation) error {
+	if err := in.check(); err != nil {
+		return err
+	}
 	s, getenv := in.s, in.getenv
 	dir, err := shimDir(c.Dir, getenv)
 	if err != nil {
@@ -90,6 +93,9 @@ func (c *ShimInstallCmd) Run(in *invocation) error {
 
 // Run removes the shim.
 func (c *ShimUninstallCmd) Run(in *invocation) error {
+	if err := in.check(); err != nil {
+		return err
+	}
 	s := in.s
 	dir, err := shimDir(c.Dir, in.getenv)
 	if err != nil {
