@@ -57,6 +57,9 @@ func (r *Runner) List(ctx context.Context) (Listing, error) {
 func (r *Runner) Land(ctx context.Context, stderr io.Writer) (Result, error) {
 	u := r.newRun(ctx, stderr)
 	defer u.cleanup()
+	if u.err != nil { // a policy that cannot work, a git that cannot replay
+		return u.res, u.err
+	}
 	marker, err := u.leaseMarker(ctx)
 	if err != nil {
 		return u.res, err
