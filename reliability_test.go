@@ -275,6 +275,11 @@ func killBatch(t *testing.T, bc backendCase, victim string, sig syscall.Signal, 
 	// The lock of the batch's last ref (or reftable's one lock) is held for holdMS.
 	heldLock := r.LockPath(fmt.Sprintf("%s%03d", prefix, n-1))
 	release := r.Hold(heldLock)
+	// The signal's delay counts from when the lock was taken, as the hold does: on a
+	// loaded machine git may start later than the delay, and the signal then goes at
+	// once, still while the lock is held (counting from git's start, it could come
+	// after the release, when the batch is done).
+	held := time.Now()
 	time.AfterFunc(time.Duration(holdMS)*time.Millisecond, release)
 	cmd := refretryCommand(r, "--stdin")
 	cmd.Stdin = strings.NewReader(batchInput(prefix, r.Commit, n))
@@ -295,7 +300,7 @@ func killBatch(t *testing.T, bc backendCase, victim string, sig syscall.Signal, 
 	killed, waiting := false, false
 	select {
 	case <-exited:
-	case <-time.After(time.Duration(delayMS) * time.Millisecond):
+	case <-time.After(time.Until(held.Add(time.Duration(delayMS) * time.Millisecond))):
 		if victim == "git" && !alive(gitPID) {
 			// That git has finished; the next attempt's git, if any, is the target.
 			if gitPID = gitChild(cmd, exited); gitPID == 0 {
