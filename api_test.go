@@ -111,11 +111,12 @@ func publicPackages(t *testing.T, goBin string) []string {
 	return pkgs
 }
 
-// goOutput runs the go command in the module's root, offline, and returns its stdout.
+// goOutput runs the go command in the module's root and returns its stdout. (Not with
+// GOPROXY=off: with an empty module cache, go1.26's go doc then falls back to reading
+// the directory and prints `import "."` in every header.)
 func goOutput(t *testing.T, goBin string, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command(goBin, args...)
-	cmd.Env = append(os.Environ(), "GOPROXY=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
