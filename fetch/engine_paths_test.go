@@ -194,36 +194,24 @@ func testFetchRetried(t *testing.T, bin string, g testutil.Git) {
 // attempts or by the clock's deadline, with the last failure and its output once,
 // and git's exit code.
 func testFetchGaveUp(t *testing.T, bin string, g testutil.Git) {
-	capped, timed := fakegittest.Policy(), fakegittest.Policy()
-	capped.MaxAttempts = 3
-	// After two attempts 7.5 ms have passed and the next wait is 15 ms: past 20 ms.
-	timed.MaxAttempts, timed.Timeout = 0, 20*time.Millisecond
-	for _, tc := range []struct {
-		name     string
-		policy   retry.Policy
-		reason   retry.Reason
-		attempts int
-	}{
-		{"attempts", capped, retry.ReasonAttempts, 3},
-		{"deadline", timed, retry.ReasonDeadline, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range fakegittest.Budgets() {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
 			f := newFetchRepos(t, bin, g, "files")
 			c := f.replay(t, "lock-ref", 100)
-			r := f.run(t, tc.policy)
+			r := f.run(t, tc.Policy)
 			var ex *retry.ExhaustedError
 			var e *failure.Error
-			if !errors.As(r.err, &ex) || ex.Reason != tc.reason || ex.Attempts != tc.attempts ||
+			if !errors.As(r.err, &ex) || ex.Reason != tc.Reason || ex.Attempts != tc.Attempts ||
 				!errors.As(r.err, &e) || e.Class != failure.LockContention {
-				t.Fatalf("err %v, want %d attempts of lock contention exhausted (%s)", r.err, tc.attempts, tc.reason)
+				t.Fatalf("err %v, want %d attempts of lock contention exhausted (%s)", r.err, tc.Attempts, tc.Reason)
 			}
 			if want, _ := strconv.Atoi(c.Meta["exit"]); r.code != want || r.stdout != string(c.Stdout) || r.stderr != string(c.Stderr) {
 				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant git's last: exit %d, stdout %q, stderr:\n%s",
 					r.code, r.stdout, r.stderr, want, c.Stdout, c.Stderr)
 			}
-			want := slices.Repeat([]failure.Class{failure.LockContention}, tc.attempts)
-			r.attempts.Check(t, r.clock, want, fakegittest.Waits(tc.attempts-1))
+			want := slices.Repeat([]failure.Class{failure.LockContention}, tc.Attempts)
+			r.attempts.Check(t, r.clock, want, fakegittest.Waits(tc.Attempts-1))
 		})
 	}
 }

@@ -237,20 +237,8 @@ func testPushBehindRebased(t *testing.T, bin string, g testutil.Git) {
 // does, by attempts or by the clock's deadline, with the last failure, its output
 // byte for byte once, and git's exit code; the server is unchanged.
 func testPushGaveUp(t *testing.T, bin string, g testutil.Git) {
-	capped, timed := fakegittest.Policy(), fakegittest.Policy()
-	capped.MaxAttempts = 3
-	// After two attempts 7.5 ms have passed and the next wait is 15 ms: past 20 ms.
-	timed.MaxAttempts, timed.Timeout = 0, 20*time.Millisecond
-	for _, tc := range []struct {
-		name     string
-		policy   retry.Policy
-		reason   retry.Reason
-		attempts int
-	}{
-		{"attempts", capped, retry.ReasonAttempts, 3},
-		{"deadline", timed, retry.ReasonDeadline, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range fakegittest.Budgets() {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
 			p := newPushRepos(t, bin, g, "files")
 			first := p.serverMain(t)
@@ -258,12 +246,12 @@ func testPushGaveUp(t *testing.T, bin string, g testutil.Git) {
 			release := p.hold(t)
 			defer release()
 			c := p.capture(t, 100)
-			r := p.run(t, tc.policy, false)
+			r := p.run(t, tc.Policy, false)
 			var ex *retry.ExhaustedError
 			var e *failure.Error
-			if !errors.As(r.err, &ex) || ex.Reason != tc.reason || ex.Attempts != tc.attempts ||
+			if !errors.As(r.err, &ex) || ex.Reason != tc.Reason || ex.Attempts != tc.Attempts ||
 				!errors.As(r.err, &e) || e.Class != failure.LockContention {
-				t.Fatalf("err %v, want %d attempts of lock contention exhausted (%s)", r.err, tc.attempts, tc.reason)
+				t.Fatalf("err %v, want %d attempts of lock contention exhausted (%s)", r.err, tc.Attempts, tc.Reason)
 			}
 			if r.code != 1 || r.stdout != string(c.Stdout) || r.stderr != string(c.Stderr) {
 				t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant git's last: 1,\n%s\n%s", r.code, r.stdout, r.stderr, c.Stdout, c.Stderr)
@@ -271,8 +259,8 @@ func testPushGaveUp(t *testing.T, bin string, g testutil.Git) {
 			if got := p.serverMain(t); got != first {
 				t.Errorf("server main moved to %s", got)
 			}
-			want := slices.Repeat([]failure.Class{failure.LockContention}, tc.attempts)
-			r.attempts.Check(t, r.clock, want, fakegittest.Waits(tc.attempts-1))
+			want := slices.Repeat([]failure.Class{failure.LockContention}, tc.Attempts)
+			r.attempts.Check(t, r.clock, want, fakegittest.Waits(tc.Attempts-1))
 		})
 	}
 }

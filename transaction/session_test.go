@@ -234,29 +234,17 @@ func testSessionFinal(t *testing.T, bin string, g testutil.Git) {
 // the last failure, git's last output once and its exit code; "start: ok" reached
 // the caller once; nothing was applied.
 func testSessionGaveUp(t *testing.T, bin string, g testutil.Git) {
-	capped, timed := fakegittest.Policy(), fakegittest.Policy()
-	capped.MaxAttempts = 3
-	// After two attempts 7.5 ms have passed and the next wait is 15 ms: past 20 ms.
-	timed.MaxAttempts, timed.Timeout = 0, 20*time.Millisecond
-	for _, tc := range []struct {
-		name     string
-		policy   retry.Policy
-		reason   retry.Reason
-		attempts int
-	}{
-		{"attempts", capped, retry.ReasonAttempts, 3},
-		{"deadline", timed, retry.ReasonDeadline, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range fakegittest.Budgets() {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
 			s := newSessionRepo(t, bin, g, "files")
 			c := s.replay(t, "lock-ref-stdin-prepare", 100)
 			tx := "start\nupdate refs/heads/x " + s.B + " " + s.A + "\nprepare\ncommit\n"
-			r := s.run(t, tc.policy, strings.NewReader(tx), "--stdin")
+			r := s.run(t, tc.Policy, strings.NewReader(tx), "--stdin")
 			var ex *retry.ExhaustedError
 			var e *failure.Error
-			if !errors.As(r.err, &ex) || ex.Reason != tc.reason || ex.Attempts != tc.attempts {
-				t.Fatalf("err %v, want %d attempts exhausted (%s)", r.err, tc.attempts, tc.reason)
+			if !errors.As(r.err, &ex) || ex.Reason != tc.Reason || ex.Attempts != tc.Attempts {
+				t.Fatalf("err %v, want %d attempts exhausted (%s)", r.err, tc.Attempts, tc.Reason)
 			}
 			if !errors.As(r.err, &e) || e.Class != failure.LockContention || e.Lock == nil ||
 				e.Lock.Path != filepath.Join(s.repo.GitDir, "refs", "heads", "x.lock") {
@@ -269,8 +257,8 @@ func testSessionGaveUp(t *testing.T, bin string, g testutil.Git) {
 			if got := s.x(t); got != s.A {
 				t.Errorf("x = %s, want it unchanged", got)
 			}
-			want := slices.Repeat([]failure.Class{failure.LockContention}, tc.attempts)
-			r.check(t, want, fakegittest.Waits(tc.attempts-1))
+			want := slices.Repeat([]failure.Class{failure.LockContention}, tc.Attempts)
+			r.check(t, want, fakegittest.Waits(tc.Attempts-1))
 		})
 	}
 }

@@ -191,6 +191,28 @@ func Policy() retry.Policy {
 		MaxDelay: time.Second, Multiplier: 2, Jitter: 0.5}
 }
 
+// Budget is one way a run's budget ends while its failures stay retryable: the
+// policy, the reason the loop gives up, and the attempts it made by then.
+type Budget struct {
+	Name     string
+	Policy   retry.Policy
+	Reason   retry.Reason
+	Attempts int
+}
+
+// Budgets are the two ways Policy's budget can end, each tightened: the attempt cap
+// (3 attempts) and the clock's deadline (20 ms: after two attempts 7.5 ms have
+// passed and the next wait is 15 ms).
+func Budgets() []Budget {
+	capped, timed := Policy(), Policy()
+	capped.MaxAttempts = 3
+	timed.MaxAttempts, timed.Timeout = 0, 20*time.Millisecond
+	return []Budget{
+		{"attempts", capped, retry.ReasonAttempts, 3},
+		{"deadline", timed, retry.ReasonDeadline, 2},
+	}
+}
+
 // Rand is the loop's random draw: with Policy's jitter, every wait is 3/4 of its
 // nominal delay.
 func Rand() float64 { return 0.25 }
