@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
 	"io"
 	"os"
 	"os/exec"
@@ -148,21 +149,7 @@ type result struct {
 	attempts       []retry.Attempt
 }
 
-func (r result) classes() []failure.Class {
-	var cs []failure.Class
-	for _, a := range r.attempts {
-		var e *failure.Error
-		switch {
-		case a.Err == nil:
-			cs = append(cs, "ok")
-		case errors.As(a.Err, &e):
-			cs = append(cs, e.Class)
-		default:
-			cs = append(cs, "?")
-		}
-	}
-	return cs
-}
+func (r result) classes() []failure.Class { return fakegittest.ClassesOf(r.attempts) }
 
 func policy(attempts int) func() (transaction.Settings, error) {
 	return func() (transaction.Settings, error) {

@@ -3,8 +3,8 @@ package push_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,21 +151,7 @@ type run struct {
 	report         push.Report
 }
 
-func (r run) classes() []failure.Class {
-	var cs []failure.Class
-	for _, a := range r.attempts {
-		var e *failure.Error
-		switch {
-		case a.Err == nil:
-			cs = append(cs, "ok")
-		case errors.As(a.Err, &e):
-			cs = append(cs, e.Class)
-		default:
-			cs = append(cs, "?")
-		}
-	}
-	return cs
-}
+func (r run) classes() []failure.Class { return fakegittest.ClassesOf(r.attempts) }
 
 // instantClock advances time on Sleep without sleeping, so retries run at once.
 type instantClock struct {

@@ -247,11 +247,14 @@ func (r *Attempts) List() []retry.Attempt {
 	return append([]retry.Attempt(nil), r.list...)
 }
 
-// Classes are the attempts' outcomes: a failure's class, "ok" for a success, "?" for
-// an error that is not a *failure.Error.
-func (r *Attempts) Classes() []failure.Class {
+// Classes are the attempts' outcomes, as ClassesOf says.
+func (r *Attempts) Classes() []failure.Class { return ClassesOf(r.List()) }
+
+// ClassesOf are attempts' outcomes: a failure's class, "ok" for a success, "?" for an
+// error that is not a *failure.Error.
+func ClassesOf(attempts []retry.Attempt) []failure.Class {
 	var cs []failure.Class
-	for _, a := range r.List() {
+	for _, a := range attempts {
 		var e *failure.Error
 		switch {
 		case a.Err == nil:
