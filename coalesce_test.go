@@ -513,7 +513,7 @@ func TestCoalescePatience(t *testing.T) {
 			// nobody and frees it.
 			release()
 			release = func() {}
-			l, err := platform.Listen(rendezvous(t, r))
+			l, err := testutil.ListenReleased(rendezvous(t, r))
 			if err != nil {
 				t.Fatalf("after the hand-over, the line is still taken: %v", err)
 			}

@@ -95,7 +95,7 @@ func TestJoinAloneHoldsTheLine(t *testing.T) {
 		t.Fatalf("while the lease is held, Listen = %v; want ErrBusy", err)
 	}
 	out.Lease.Release()
-	l, err := platform.Listen(name(t, r))
+	l, err := testutil.ListenReleased(name(t, r))
 	if err != nil {
 		t.Fatalf("after Release, Listen = %v", err)
 	}

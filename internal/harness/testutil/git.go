@@ -17,6 +17,7 @@ import (
 
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // Git is a git binary under test.
@@ -215,6 +216,21 @@ func Queued(name string) int {
 		}
 	}
 	return count
+}
+
+// ListenReleased binds a rendezvous name that the test has just released. A
+// process that a parallel test forks holds a copy of every descriptor, close-on-exec
+// ones included, until it execs, and the name stays bound until then; so a busy name
+// is tried again for a while before its error is returned.
+func ListenReleased(name string) (*platform.Listener, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := platform.Listen(name)
+		if !errors.Is(err, platform.ErrBusy) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // WaitQueued waits until n connections wait at the named abstract socket.
