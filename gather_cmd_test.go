@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
@@ -41,53 +43,9 @@ func TestGatherKilled(t *testing.T) {
 		for _, when := range []string{"before", "after"} {
 			t.Run(step+"/"+when, func(t *testing.T) {
 				t.Parallel()
-				root := t.TempDir()
-				env := hermetic.Env(os.Environ(), root)
-				gitIn := func(dir string, args ...string) string {
-					t.Helper()
-					cmd := exec.Command(g.Path, args...)
-					cmd.Dir, cmd.Env = dir, env
-					out, err := cmd.CombinedOutput()
-					if err != nil {
-						t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-					}
-					return strings.TrimSpace(string(out))
-				}
-				remote := filepath.Join(root, "r.git")
-				gitIn(root, "init", "-q", "--bare", "-b", "main", remote)
-				seed := filepath.Join(root, "seed")
-				gitIn(root, "init", "-q", "-b", "main", seed)
-				gitIn(seed, "commit", "-q", "--allow-empty", "-m", "seed")
-				gitIn(seed, "commit", "-q", "--allow-empty", "-m", "seed 2")
-				gitIn(seed, "push", "-q", "file://"+remote, "main")
-				clone := func(name string) string {
-					dir := filepath.Join(root, name)
-					gitIn(root, "clone", "-q", "--depth=1", "file://"+remote, dir)
-					gitIn(dir, "checkout", "-q", "--detach")
-					if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					gitIn(dir, "add", name)
-					gitIn(dir, "commit", "-q", "-m", "result of "+name)
-					return dir
-				}
-				wrapper := filepath.Join(root, "killing-git")
-				if err := os.WriteFile(wrapper, []byte(killingGit), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				refretry := func(dir, git string, extra []string, args ...string) (int, string) {
-					cmd := exec.Command(binary, args...)
-					cmd.Dir = dir
-					cmd.Env = append(append(env, "REFRETRY_GIT="+git, "REAL_GIT="+g.Path), extra...)
-					var out bytes.Buffer
-					cmd.Stdout, cmd.Stderr = &out, &out
-					err := cmd.Run()
-					code := 0
-					if ee, ok := err.(*exec.ExitError); ok {
-						code = ee.ExitCode()
-					}
-					return code, out.String()
-				}
+				f := newGatherFixture(t, g)
+				gitIn, clone, refretry, remote, seed := f.git, f.clone, f.refretry, f.remote, f.seed
+				wrapper := f.killingGit()
 				lease := "--gather-lease=1s"
 				// The job that dies.
 				dead := clone("dead")
@@ -127,5 +85,130 @@ func TestGatherKilled(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// gatherFixture is a bare remote with two commits on main, a clone of it (seed), and
+// the means to make more clones with a result commit each and to run refretry in them.
+type gatherFixture struct {
+	t            *testing.T
+	g            testutil.Git
+	root, remote string
+	seed         string
+	env          []string
+}
+
+func newGatherFixture(t *testing.T, g testutil.Git) *gatherFixture {
+	t.Helper()
+	root := t.TempDir()
+	f := &gatherFixture{t: t, g: g, root: root, remote: filepath.Join(root, "r.git"), seed: filepath.Join(root, "seed"),
+		env: hermetic.Env(os.Environ(), root)}
+	f.git(root, "init", "-q", "--bare", "-b", "main", f.remote)
+	f.git(root, "init", "-q", "-b", "main", f.seed)
+	f.git(f.seed, "commit", "-q", "--allow-empty", "-m", "seed")
+	f.git(f.seed, "commit", "-q", "--allow-empty", "-m", "seed 2")
+	f.git(f.seed, "push", "-q", "file://"+f.remote, "main")
+	return f
+}
+
+// git runs git in dir and returns its trimmed output; a failure ends the test.
+func (f *gatherFixture) git(dir string, args ...string) string {
+	f.t.Helper()
+	cmd := exec.Command(f.g.Path, args...)
+	cmd.Dir, cmd.Env = dir, f.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// clone makes a depth-1 clone named name, detached as a pull_request checkout is,
+// with one commit adding the file name.
+func (f *gatherFixture) clone(name string) string {
+	f.t.Helper()
+	dir := filepath.Join(f.root, name)
+	f.git(f.root, "clone", "-q", "--depth=1", "file://"+f.remote, dir)
+	f.git(dir, "checkout", "-q", "--detach")
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	f.git(dir, "add", name)
+	f.git(dir, "commit", "-q", "-m", "result of "+name)
+	return dir
+}
+
+// command is refretry in dir, running git (REAL_GIT is the real one, for killingGit).
+func (f *gatherFixture) command(dir, git string, extra []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(f.env, "REFRETRY_GIT="+git, "REAL_GIT="+f.g.Path), extra...)
+	return cmd
+}
+
+// refretry runs refretry in dir and returns its exit code (-1 for a death by signal)
+// and its combined output.
+func (f *gatherFixture) refretry(dir, git string, extra []string, args ...string) (int, string) {
+	cmd := f.command(dir, git, extra, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return code, out.String()
+}
+
+// killingGit writes killingGit to the fixture and returns its path.
+func (f *gatherFixture) killingGit() string {
+	wrapper := filepath.Join(f.root, "killing-git")
+	if err := os.WriteFile(wrapper, []byte(killingGit), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	return wrapper
+}
+
+// TestGatherLandSIGTERM: `refretry gather land` waiting for another gather's lease
+// stops at SIGTERM, exits as a shell reports it (143, not a bare death by signal),
+// and leaves what was staged staged.
+func TestGatherLandSIGTERM(t *testing.T) {
+	t.Parallel()
+	f := newGatherFixture(t, testutil.NewGit(t))
+	// A job killed once it holds the lease leaves its commit staged and the lease
+	// held for the default 30 s.
+	dead := f.clone("dead")
+	if code, out := f.refretry(dead, f.killingGit(), []string{"KILL_STEP=lease", "KILL_WHEN=after"},
+		"push", "--gather", "origin", "HEAD:main"); code != -1 && code != 137 {
+		t.Fatalf("the job was not killed: exit %d\n%s", code, out)
+	}
+	staged := f.git(f.remote, "for-each-ref", "refs/refretry/")
+	if !strings.Contains(staged, "refs/refretry/gather/") || !strings.Contains(staged, "refs/refretry/lease/") {
+		t.Fatalf("want a staged commit and a held lease on the remote, have:\n%s", staged)
+	}
+	cmd := f.command(f.seed, f.g.Path, nil, "gather", "land", "file://"+f.remote, "main")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // well inside the lease's 30 s: land is waiting for it
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
+		t.Fatalf("gather land: %v, want exit 143\n%s", err, out.String())
+	}
+	if want := "refretry: stopped by a signal; what is still staged stays staged for the next gather\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("gather land said %q; want it to end with %q", out.String(), want)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v to stop", took)
+	}
+	if left := f.git(f.remote, "for-each-ref", "refs/refretry/"); left != staged {
+		t.Errorf("the remote's gather refs changed:\n%s\nwant\n%s", left, staged)
+	}
+	if log := f.git(f.remote, "log", "--format=%s", "main"); strings.Contains(log, "result of dead") {
+		t.Errorf("landed while the lease was held:\n%s", log)
 	}
 }

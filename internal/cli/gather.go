@@ -147,12 +147,16 @@ type GatherLandCmd struct{ gatherTarget }
 
 // Run gathers until nothing is staged.
 func (c *GatherLandCmd) Run(in *invocation) error {
+	arm(in.ctx) // land may wait out another gather's lease: catch signals from the start (signals.go)
 	r, err := c.runner(in)
 	if err != nil {
 		return err
 	}
 	res, err := r.Land(in.ctx, in.s.Stderr)
 	fmt.Fprintf(in.s.Stderr, "refretry: landed %d staged commits in %d gathers\n", res.Gathered, res.Waves)
+	if err != nil && in.ctx.Err() != nil {
+		return errors.New("stopped by a signal; what is still staged stays staged for the next gather")
+	}
 	return err
 }
 
