@@ -169,10 +169,11 @@ func (f *gatherFixture) killingGit() string {
 	return wrapper
 }
 
-// TestGatherLandSIGTERM: `refretry gather land` waiting for another gather's lease
-// stops at SIGTERM, exits as a shell reports it (143, not a bare death by signal),
-// and leaves what was staged staged.
-func TestGatherLandSIGTERM(t *testing.T) {
+// TestGatherSIGTERM: a job (`push --gather`) and `refretry gather land`, each waiting
+// for another gather's lease, stop at SIGTERM, exit as a shell reports it (143, not a
+// bare death by signal), say so, and leave what was staged staged: nothing lands and
+// no gather ref goes.
+func TestGatherSIGTERM(t *testing.T) {
 	t.Parallel()
 	f := newGatherFixture(t, testutil.NewGit(t))
 	// A job killed once it holds the lease leaves its commit staged and the lease
@@ -182,33 +183,55 @@ func TestGatherLandSIGTERM(t *testing.T) {
 		"push", "--gather", "origin", "HEAD:main"); code != -1 && code != 137 {
 		t.Fatalf("the job was not killed: exit %d\n%s", code, out)
 	}
-	staged := f.git(f.remote, "for-each-ref", "refs/refretry/")
-	if !strings.Contains(staged, "refs/refretry/gather/") || !strings.Contains(staged, "refs/refretry/lease/") {
-		t.Fatalf("want a staged commit and a held lease on the remote, have:\n%s", staged)
+	gatherRefs := func() string { return f.git(f.remote, "for-each-ref", "--format=%(refname)", "refs/refretry/") }
+	before := gatherRefs()
+	if strings.Count(before, "refs/refretry/gather/") != 1 || !strings.Contains(before, "refs/refretry/lease/") {
+		t.Fatalf("want one staged commit and a held lease on the remote, have:\n%s", before)
 	}
-	cmd := f.command(f.seed, f.g.Path, nil, "gather", "land", "file://"+f.remote, "main")
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second) // well inside the lease's 30 s: land is waiting for it
-	start := time.Now()
-	cmd.Process.Signal(syscall.SIGTERM)
-	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
-		t.Fatalf("gather land: %v, want exit 143\n%s", err, out.String())
-	}
-	if want := "refretry: stopped by a signal; what is still staged stays staged for the next gather\n"; !strings.HasSuffix(out.String(), want) {
-		t.Errorf("gather land said %q; want it to end with %q", out.String(), want)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("took %v to stop", took)
-	}
-	if left := f.git(f.remote, "for-each-ref", "refs/refretry/"); left != staged {
-		t.Errorf("the remote's gather refs changed:\n%s\nwant\n%s", left, staged)
-	}
-	if log := f.git(f.remote, "log", "--format=%s", "main"); strings.Contains(log, "result of dead") {
-		t.Errorf("landed while the lease was held:\n%s", log)
+	for _, tc := range []struct {
+		name, dir string
+		args      []string
+		staged    int // gather refs it adds
+		last      string // how its output ends
+	}{
+		{"push --gather", f.clone("waiter"), []string{"push", "--gather", "origin", "HEAD:main"}, 1,
+			"; it stays staged and lands with the next gather\n"},
+		{"gather land", f.seed, []string{"gather", "land", "file://" + f.remote, "main"}, 0,
+			"refretry: stopped by a signal; what is still staged stays staged for the next gather\n"},
+	} {
+		before := gatherRefs()
+		cmd := f.command(tc.dir, f.g.Path, nil, tc.args...)
+		var out syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Well inside the lease's 30 s: once staged, it waits for the lease.
+		for deadline := time.Now().Add(20 * time.Second); strings.Count(gatherRefs(), "refs/refretry/gather/") <
+			strings.Count(before, "refs/refretry/gather/")+tc.staged; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s staged nothing in 20 s:\n%s", tc.name, out.String())
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+		start := time.Now()
+		cmd.Process.Signal(syscall.SIGTERM)
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
+			t.Fatalf("%s: %v, want exit 143\n%s", tc.name, err, out.String())
+		}
+		if !strings.HasSuffix(out.String(), tc.last) {
+			t.Errorf("%s said %q; want it to end with %q", tc.name, out.String(), tc.last)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s took %v to stop", tc.name, took)
+		}
+		if after := gatherRefs(); strings.Count(after, "refs/refretry/gather/") != strings.Count(before, "refs/refretry/gather/")+tc.staged ||
+			!strings.Contains(after, "refs/refretry/lease/") {
+			t.Errorf("after %s, the remote's gather refs are\n%s\nwant those before\n%s\nand %d staged", tc.name, after, before, tc.staged)
+		}
+		if log := f.git(f.remote, "log", "--format=%s", "main"); strings.Contains(log, "result of") {
+			t.Errorf("landed while the lease was held:\n%s", log)
+		}
 	}
 }
