@@ -191,7 +191,7 @@ func TestGatherSIGTERM(t *testing.T) {
 	for _, tc := range []struct {
 		name, dir string
 		args      []string
-		staged    int // gather refs it adds
+		staged    int    // gather refs it adds
 		last      string // how its output ends
 	}{
 		{"push --gather", f.clone("waiter"), []string{"push", "--gather", "origin", "HEAD:main"}, 1,
