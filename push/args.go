@@ -23,6 +23,30 @@ var optionsWithValue = map[string]bool{
 	"-o": true, "--push-option": true, "--receive-pack": true, "--exec": true, "--repo": true,
 }
 
+// TakesNextArg reports whether git push reads the argument after arg as arg's value:
+// -o, --push-option, --receive-pack, --exec and --repo given without "=", and a
+// cluster of short options that ends in o (-fo <value>).
+func TakesNextArg(arg string) bool {
+	if optionsWithValue[arg] {
+		return true
+	}
+	flags := shortFlags(arg)
+	return len(flags) == len(arg)-1 && strings.HasSuffix(flags, "o")
+}
+
+// shortFlags is the option letters of a cluster of short options ("-fu" → "fu"), up
+// to the first o, whose value is the rest of the argument or the next one
+// ("-fofoo" → "fo"); "" when arg is not one.
+func shortFlags(arg string) string {
+	if len(arg) < 2 || arg[0] != '-' || arg[1] == '-' {
+		return ""
+	}
+	if i := strings.IndexByte(arg, 'o'); i > 0 {
+		return arg[1 : i+1]
+	}
+	return arg[1:]
+}
+
 // ParseArgs reads git push arguments as far as the package needs them.
 func ParseArgs(args []string) Args {
 	a := Args{Raw: args}
@@ -56,24 +80,15 @@ func ParseArgs(args []string) Args {
 			set(true)
 		case arg == "--no-atomic":
 			set(false)
-		case arg == "-q" || arg == "--quiet":
+		case arg == "--quiet":
 			a.Quiet = true
-		case arg == "-v" || arg == "--verbose":
+		case arg == "--verbose":
 			a.Verbose = true
-		case strings.HasPrefix(arg, "-") && !strings.HasPrefix(arg, "--") && len(arg) > 2:
-			// A cluster of short options: -vq, -fo<value>, …
-			for j := 1; j < len(arg); j++ {
-				switch arg[j] {
-				case 'q':
-					a.Quiet = true
-				case 'v':
-					a.Verbose = true
-				case 'o':
-					if j == len(arg)-1 {
-						i++ // -fo <value>
-					}
-					j = len(arg)
-				}
+		case shortFlags(arg) != "":
+			a.Quiet = a.Quiet || strings.Contains(shortFlags(arg), "q")
+			a.Verbose = a.Verbose || strings.Contains(shortFlags(arg), "v")
+			if TakesNextArg(arg) {
+				i++
 			}
 		}
 	}

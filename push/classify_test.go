@@ -264,6 +264,8 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--repo=up", "main"}, "up", false, ""},
 		{[]string{"--repo", "up"}, "up", false, ""},
 		{[]string{"-fo", "opt", "origin"}, "origin", false, ""},
+		{[]string{"-ofoo", "origin"}, "origin", false, ""},
+		{[]string{"-qvo", "--porcelain", "up"}, "up", false, ""},
 		{[]string{"--receive-pack", "env x git-receive-pack", "origin"}, "origin", false, ""},
 		{nil, "", false, ""},
 	}
@@ -275,6 +277,20 @@ func TestParseArgs(t *testing.T) {
 		}
 		if a.Remote != tc.remote || a.Porcelain != tc.porcelain || atomic != tc.atomic {
 			t.Errorf("ParseArgs(%q) = remote %q porcelain %v atomic %q", tc.args, a.Remote, a.Porcelain, atomic)
+		}
+	}
+}
+
+// TestTakesNextArg: the arguments after which git push reads the next one as a value.
+func TestTakesNextArg(t *testing.T) {
+	t.Parallel()
+	for arg, want := range map[string]bool{
+		"-o": true, "--push-option": true, "--repo": true, "--exec": true, "--receive-pack": true,
+		"-fo": true, "-qvo": true, "-ofoo": false, "-fofoo": false, "-f": false, "-": false,
+		"--push-option=x": false, "--repo=up": false, "--force": false, "--o": false, "origin": false,
+	} {
+		if got := TakesNextArg(arg); got != want {
+			t.Errorf("TakesNextArg(%q) = %v, want %v", arg, got, want)
 		}
 	}
 }

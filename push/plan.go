@@ -42,11 +42,11 @@ func refspecsFromArgs(args Args) []string {
 			specs = append(specs, a)
 		case a == "--":
 			dashdash = true
-		case optionsWithValue[a]:
-			i++
 		case a == "--all" || a == "--mirror" || a == "--tags" || a == "--branches" ||
-			a == "--delete" || a == "-d" || a == "--follow-tags" || a == "--prune":
+			a == "--delete" || strings.Contains(shortFlags(a), "d") || a == "--follow-tags" || a == "--prune":
 			return nil
+		case TakesNextArg(a):
+			i++
 		}
 	}
 	if !seenRemote {

@@ -251,7 +251,7 @@ func (a *Args) refspecStart() int {
 				return i + 2
 			}
 			return -1
-		case optionsWithValue[arg]:
+		case TakesNextArg(arg):
 			i++
 		case !strings.HasPrefix(arg, "-") || arg == "-":
 			return i + 1

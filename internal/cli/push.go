@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,10 +41,6 @@ var pushOptions = sync.OnceValue(func() map[string]int {
 	}
 	return m
 })
-
-// gitPushValueOptions are git push's options whose value is the next argument: that
-// value is git's, whatever it looks like.
-var gitPushValueOptions = []string{"-o", "--push-option", "--receive-pack", "--exec", "--repo"}
 
 // takeOptions sets c's own options from args and returns the rest for git. An option
 // that takes a value and has none is a usage error.
@@ -102,7 +97,7 @@ func (c *PushCmd) takeOptions(args []string) ([]string, error) {
 			continue
 		}
 		rest = append(rest, a)
-		if slices.Contains(gitPushValueOptions, a) && i+1 < len(args) {
+		if push.TakesNextArg(a) && i+1 < len(args) { // that value is git's, whatever it looks like
 			i++
 			rest = append(rest, args[i])
 		}

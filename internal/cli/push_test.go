@@ -19,6 +19,8 @@ func TestPushTakeOptions(t *testing.T) {
 		{[]string{"--rebase", "origin", "main"}, false, true, []string{"origin", "main"}},
 		{[]string{"origin", "--no-atomic", "main"}, true, false, []string{"origin", "main"}},
 		{[]string{"-o", "--rebase", "origin"}, false, false, []string{"-o", "--rebase", "origin"}},
+		{[]string{"-fo", "--rebase", "origin"}, false, false, []string{"-fo", "--rebase", "origin"}},
+		{[]string{"-ofoo", "--rebase", "origin"}, false, true, []string{"-ofoo", "origin"}},
 		{[]string{"origin", "--", "--rebase"}, false, false, []string{"origin", "--", "--rebase"}},
 		{[]string{"--force-with-lease", "origin", "main"}, false, false, []string{"--force-with-lease", "origin", "main"}},
 		{[]string{"--no-atomic", "--rebase", "--repo", "--no-atomic"}, true, true, []string{"--repo", "--no-atomic"}},
