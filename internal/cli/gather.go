@@ -24,7 +24,7 @@ func gatherArgs(rest []string) (opts []string, remote, src, branch string, err e
 			i = len(rest)
 		case strings.HasPrefix(a, "-") && a != "-":
 			opts = append(opts, a)
-			if (a == "-o" || a == "--push-option") && i+1 < len(rest) {
+			if push.TakesNextArg(a) && i+1 < len(rest) {
 				i++
 				opts = append(opts, rest[i])
 			}

@@ -56,3 +56,23 @@ func TestPushTakeOptions(t *testing.T) {
 		t.Errorf("--rebase=yes is git's to judge: %v", err)
 	}
 }
+
+// TestGatherArgs: push --gather's git arguments, an option's value kept with it.
+func TestGatherArgs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args                []string
+		opts                []string
+		remote, src, branch string
+	}{
+		{[]string{"origin", "main"}, nil, "origin", "HEAD", "main"},
+		{[]string{"-o", "ci.skip", "origin", "HEAD:refs/heads/main"}, []string{"-o", "ci.skip"}, "origin", "HEAD", "main"},
+		{[]string{"-fo", "x", "origin", "abc:main"}, []string{"-fo", "x"}, "origin", "abc", "main"},
+		{[]string{"-ox", "origin", "main"}, []string{"-ox"}, "origin", "HEAD", "main"},
+	} {
+		opts, remote, src, branch, err := gatherArgs(tc.args)
+		if err != nil || !slices.Equal(opts, tc.opts) || remote != tc.remote || src != tc.src || branch != tc.branch {
+			t.Errorf("gatherArgs(%q) = %q %q %q %q %v", tc.args, opts, remote, src, branch, err)
+		}
+	}
+}
