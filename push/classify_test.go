@@ -2,9 +2,12 @@ package push
 
 import (
 	"errors"
-	"github.com/refretry/refretry/failure"
+	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // The stderr and porcelain texts below were captured from real pushes (C locale) with
@@ -266,6 +269,9 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-fo", "opt", "origin"}, "origin", false, ""},
 		{[]string{"-ofoo", "origin"}, "origin", false, ""},
 		{[]string{"-qvo", "--porcelain", "up"}, "up", false, ""},
+		{[]string{"--rep", "up", "main"}, "up", false, ""},
+		{[]string{"--rep=up", "main"}, "up", false, ""},
+		{[]string{"--recurse-submodules", "check", "--porc", "--no-atom", "origin"}, "origin", true, "false"},
 		{[]string{"--receive-pack", "env x git-receive-pack", "origin"}, "origin", false, ""},
 		{nil, "", false, ""},
 	}
@@ -281,16 +287,42 @@ func TestParseArgs(t *testing.T) {
 	}
 }
 
-// TestTakesNextArg: the arguments after which git push reads the next one as a value.
+// TestTakesNextArg: the arguments after which git push reads the next one as a value,
+// each checked against what git itself does (both gits): given the argument, then
+// "value", then a remote that does not exist, git names the remote it pushed to in its
+// error — 'value' when the argument did not take it.
 func TestTakesNextArg(t *testing.T) {
 	t.Parallel()
-	for arg, want := range map[string]bool{
+	cases := map[string]bool{
 		"-o": true, "--push-option": true, "--repo": true, "--exec": true, "--receive-pack": true,
-		"-fo": true, "-qvo": true, "-ofoo": false, "-fofoo": false, "-f": false, "-": false,
-		"--push-option=x": false, "--repo=up": false, "--force": false, "--o": false, "origin": false,
-	} {
+		"--recurse-submodules": true, "--push-opt": true, "--push": true, "--recurse": true, "--rep": true,
+		"-fo": true, "-qvo": true, "-ofoo": false, "-fofoo": false, "-f": false, "-4": false,
+		"--push-option=x": false, "--repo=up": false, "--force": false, "--no-push-option": false,
+		"--no-repo": false, "--no-recurse": false, "--forc": false, "--re": false, "--dry": false,
+		"--porcelain": false, "--signed": false, "--no-verify": false,
+	}
+	for arg, want := range cases {
 		if got := TakesNextArg(arg); got != want {
 			t.Errorf("TakesNextArg(%q) = %v, want %v", arg, got, want)
+		}
+	}
+	for _, g := range testutil.Gits(t) {
+		r := testutil.NewRepo(t, g, "files")
+		for arg, want := range cases {
+			if arg == "--exec" || arg == "--receive-pack" || arg == "--recurse" || arg == "--recurse-submodules" || arg == "--signed" {
+				// These take values git judges before it looks for the remote.
+				continue
+			}
+			cmd := exec.Command(g.Path, "push", "--dry-run", arg, "value", "nosuchremote", "main")
+			cmd.Dir, cmd.Env = r.Dir, r.Env
+			out, _ := cmd.CombinedOutput()
+			took := !strings.Contains(string(out), "'value'")
+			if strings.Contains(string(out), "ambiguous option") || strings.Contains(string(out), "unknown option") {
+				took = false // git stops there: nothing is read as a value
+			}
+			if took != want {
+				t.Errorf("%s push %s value nosuchremote: took the value %v, TakesNextArg says %v\n%s", g.Name(), arg, took, want, out)
+			}
 		}
 	}
 }

@@ -24,6 +24,18 @@ func (p *Runner) planFromArgs(ctx context.Context, args Args) []RefStatus {
 	return plan
 }
 
+// pushesMore reports whether the long option arg makes git push more, or other, than
+// the refspecs say: --all, --mirror, --tags, --branches, --delete, --follow-tags,
+// --prune (or a prefix git accepts for one).
+func pushesMore(arg string) bool {
+	name, negated, _ := longOption(arg)
+	switch name {
+	case "all", "mirror", "tags", "branches", "delete", "follow-tags", "prune":
+		return !negated
+	}
+	return false
+}
+
 // refspecsFromArgs picks the refspecs out of the push's arguments: those after the
 // remote's name. It returns nil when there are none, when the remote is not named,
 // or when an option pushes refs that no refspec lists (--all, --tags, …) or deletes.
@@ -42,8 +54,7 @@ func refspecsFromArgs(args Args) []string {
 			specs = append(specs, a)
 		case a == "--":
 			dashdash = true
-		case a == "--all" || a == "--mirror" || a == "--tags" || a == "--branches" ||
-			a == "--delete" || strings.Contains(shortFlags(a), "d") || a == "--follow-tags" || a == "--prune":
+		case strings.Contains(shortFlags(a), "d") || pushesMore(a):
 			return nil
 		case TakesNextArg(a):
 			i++
