@@ -28,7 +28,7 @@ func (p *Runner) planFromArgs(ctx context.Context, args Args) []RefStatus {
 // the refspecs say: --all, --mirror, --tags, --branches, --delete, --follow-tags,
 // --prune (or a prefix git accepts for one).
 func pushesMore(arg string) bool {
-	name, negated, _ := longOption(arg)
+	name, negated, _ := gitPush.Option(arg)
 	switch name {
 	case "all", "mirror", "tags", "branches", "delete", "follow-tags", "prune":
 		return !negated
@@ -54,7 +54,7 @@ func refspecsFromArgs(args Args) []string {
 			specs = append(specs, a)
 		case a == "--":
 			dashdash = true
-		case strings.Contains(shortFlags(a), "d") || pushesMore(a):
+		case strings.Contains(gitPush.Shorts(a), "d") || pushesMore(a):
 			return nil
 		case TakesNextArg(a):
 			i++
