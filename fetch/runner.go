@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/gitopts"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
@@ -186,13 +186,20 @@ func writerOrDiscard(w io.Writer) io.Writer {
 	return w
 }
 
-// fetchValueOptions are git fetch's options whose value may be the next argument.
-var fetchValueOptions = []string{
-	"--upload-pack", "--depth", "--shallow-since", "--shallow-exclude", "--deepen",
-	"--refmap", "-o", "--server-option", "--negotiation-tip", "--negotiation-restrict",
-	"--negotiation-include", "--filter", "-j", "--jobs", "--recurse-submodules-default",
-	"--submodule-prefix",
-}
+// gitFetch is git fetch's options (git 2.39 to 2.55, the hidden ones included).
+var gitFetch = gitopts.Command{ShortValues: "oj", Names: map[string]bool{
+	"verbose": false, "quiet": false, "all": false, "set-upstream": false, "append": false,
+	"atomic": false, "upload-pack": true, "force": false, "multiple": false, "tags": false,
+	"jobs": true, "prefetch": false, "prune": false, "prune-tags": false, "recurse-submodules": false,
+	"dry-run": false, "porcelain": false, "write-fetch-head": false, "keep": false,
+	"update-head-ok": false, "progress": false, "depth": true, "shallow-since": true,
+	"shallow-exclude": true, "deepen": true, "unshallow": false, "refetch": false,
+	"update-shallow": false, "refmap": true, "server-option": true, "ipv4": false, "ipv6": false,
+	"negotiation-restrict": true, "negotiation-tip": true, "negotiation-include": true,
+	"negotiate-only": false, "filter": true, "auto-maintenance": false, "auto-gc": false,
+	"show-forced-updates": false, "write-commit-graph": false, "stdin": false,
+	"recurse-submodules-default": true, "submodule-prefix": true,
+}}
 
 // remoteOf is the repository a fetch names, as far as the stall floor needs to know:
 // its first operand; "" when it names none (git's default remote) or fetches from
@@ -200,15 +207,16 @@ var fetchValueOptions = []string{
 func remoteOf(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		name, negated, _ := gitFetch.Option(a)
 		switch {
-		case a == "--all" || a == "--multiple" || a == "-m":
+		case (name == "all" || name == "multiple") && !negated || strings.Contains(gitFetch.Shorts(a), "m"):
 			return ""
 		case a == "--" || a == "--end-of-options":
 			if i+1 < len(args) {
 				return args[i+1]
 			}
 			return ""
-		case slices.Contains(fetchValueOptions, a):
+		case gitFetch.TakesNext(a):
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:
@@ -220,15 +228,18 @@ func remoteOf(args []string) string {
 
 // readsStdin reports whether git fetch reads refspecs from standard input.
 func readsStdin(args []string) bool {
+	stdin := false
 	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--":
-			return false
-		case a == "--stdin":
-			return true
-		case slices.Contains(fetchValueOptions, a):
+		a := args[i]
+		if a == "--" || a == "--end-of-options" {
+			break
+		}
+		if name, negated, _ := gitFetch.Option(a); name == "stdin" {
+			stdin = !negated
+		}
+		if gitFetch.TakesNext(a) {
 			i++
 		}
 	}
-	return false
+	return stdin
 }
