@@ -225,8 +225,7 @@ func TestHeldLockReleased(t *testing.T) {
 				}
 				release := r.Hold(lock)
 				// git itself waits 100 ms for a ref lock and 1 s for packed-refs.lock.
-				time.AfterFunc(2500*time.Millisecond, release)
-				res := runIn(t, r, stdin, "refretry", args...)
+				res := runHeld(t, r, stdin, release, args...)
 				if res.code != 0 || res.stdout != "" {
 					t.Fatalf("exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
 				}
@@ -277,12 +276,17 @@ func TestStdinFromFile(t *testing.T) {
 			// committed first, and the retry must not run it again (it would fail:
 			// a exists). On reftable both meet it.
 			release := r.Hold(r.LockPath(b))
-			time.AfterFunc(2500*time.Millisecond, release)
 			cmd := refretryCommand(r, "--stdin")
 			cmd.Stdin = f
-			var out, errOut bytes.Buffer
+			var out bytes.Buffer
+			var errOut syncBuffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
-			if err := cmd.Run(); err != nil {
+			let := letGoAfterRetry(&errOut, release)
+			err = cmd.Run()
+			if !let() {
+				t.Errorf("refretry ended before the lock was let go")
+			}
+			if err != nil {
 				t.Fatalf("%v; stderr %q", err, errOut.String())
 			}
 			if want := "start: ok\ncommit: ok\nstart: ok\ncommit: ok\n"; out.String() != want {
@@ -448,7 +452,7 @@ func TestInteractiveLockAtPrepare(t *testing.T) {
 			cmd := refretryCommand(r, "--stdin")
 			stdin, _ := cmd.StdinPipe()
 			stdout, _ := cmd.StdoutPipe()
-			var errOut bytes.Buffer
+			var errOut syncBuffer
 			cmd.Stderr = &errOut
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -482,9 +486,8 @@ func TestInteractiveLockAtPrepare(t *testing.T) {
 			}
 			fmt.Fprintf(stdin, "start\n")
 			expect("start: ok\n")
-			release := r.Hold(r.LockPath(ref))
-			// Longer than the first attempt's lock wait inside git (1 s).
-			time.AfterFunc(2500*time.Millisecond, release)
+			// Let go once the first attempt (whose git waits 1 s for it) has failed.
+			let := letGoAfterRetry(&errOut, r.Hold(r.LockPath(ref)))
 			fmt.Fprintf(stdin, "create %s %s\nprepare\n", ref, r.Commit)
 			expect("prepare: ok\n")
 			fmt.Fprintf(stdin, "commit\n")
@@ -496,7 +499,11 @@ func TestInteractiveLockAtPrepare(t *testing.T) {
 			if _, more := <-lines; more {
 				t.Error("unexpected extra output")
 			}
-			if err := cmd.Wait(); err != nil {
+			err := cmd.Wait()
+			if !let() {
+				t.Errorf("refretry ended before the lock was let go")
+			}
+			if err != nil {
 				t.Fatalf("%v; stderr %q", err, errOut.String())
 			}
 			if !strings.Contains(errOut.String(), "refretry: attempt 1 failed (lock-contention") {

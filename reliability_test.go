@@ -491,13 +491,14 @@ func TestReliabilityStoppedHolder(t *testing.T) {
 					}
 				}()
 				args := []string{"--timeout", "3s", ref, other}
+				var letGo func() // when set, the lock is let go once refretry has met it
 				switch mode {
 				case "continued":
 					args = []string{"--timeout", "60s", ref, other}
-					time.AfterFunc(2500*time.Millisecond, func() {
+					letGo = func() {
 						syscall.Kill(pid, syscall.SIGCONT)
 						h.release()
-					})
+					}
 				case "break-refused":
 					args = []string{"--break-stale-locks", "--stale-after", "1s", "--timeout", "20s", ref, other}
 					old := time.Now().Add(-time.Hour) // far older than --stale-after
@@ -505,7 +506,12 @@ func TestReliabilityStoppedHolder(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				res := runIn(t, r, "", "refretry", args...)
+				var res result
+				if letGo != nil {
+					res = runHeld(t, r, "", letGo, args...)
+				} else {
+					res = runIn(t, r, "", "refretry", args...)
+				}
 				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
 				last := lines[len(lines)-1]
 				switch mode {
@@ -697,13 +703,12 @@ func TestBreakStaleLocksLiveHolder(t *testing.T) {
 			h := hold(t, r, nil, fmt.Sprintf("create %s %s\n", ref, r.Commit))
 			lock := r.LockPath(ref)
 			fi, _ := os.Stat(lock)
-			time.AfterFunc(2500*time.Millisecond, func() {
+			res := runHeld(t, r, "", func() {
 				if fi2, err := os.Stat(lock); err != nil || !os.SameFile(fi, fi2) {
 					t.Errorf("the live holder's lock was touched: %v", err)
 				}
 				h.release()
-			})
-			res := runIn(t, r, "", "refretry", "--break-stale-locks", "--timeout", "60s", ref, other)
+			}, "--break-stale-locks", "--timeout", "60s", ref, other)
 			h.abort(t)
 			if res.code != 0 || strings.Contains(res.stderr, "removed stale lock") || !strings.Contains(res.stderr, "refretry: attempt 1 failed (lock-contention") {
 				t.Errorf("exit %d, stderr %q; want success after a retry, nothing removed", res.code, res.stderr)
@@ -715,20 +720,63 @@ func TestBreakStaleLocksLiveHolder(t *testing.T) {
 	}
 }
 
-// letGoLater runs release 2.5 s from now, while refretry waits for a held lock. The
-// function it returns waits for release to have run, or runs it at once if it is not
-// due yet, and reports whether it ran when due.
-func letGoLater(release func()) (ended func() (onTime bool)) {
-	done := make(chan struct{})
-	timer := time.AfterFunc(2500*time.Millisecond, func() { release(); close(done) })
-	return func() bool {
-		if timer.Stop() {
-			release()
-			return false
+// letGoWhen runs release once seen reports true (it is asked every 10 ms) and 300 ms
+// more have passed: a lock refretry meets is let go only after refretry has met it,
+// however late refretry got going on a loaded machine. The function it returns, called
+// once refretry has exited, runs release at once if it has not run, and reports
+// whether it ran while refretry waited.
+func letGoWhen(seen func() bool, release func()) (ended func() (onTime bool)) {
+	stop := make(chan struct{})
+	done := make(chan bool, 1)
+	go func() {
+		for !seen() {
+			select {
+			case <-stop:
+				release()
+				done <- false
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
-		<-done
-		return true
+		time.Sleep(300 * time.Millisecond)
+		release()
+		done <- true
+	}()
+	return func() bool { close(stop); return <-done }
+}
+
+// letGoAfterRetry is letGoWhen for refretry's stderr: once it says its first attempt
+// failed.
+func letGoAfterRetry(stderr *syncBuffer, release func()) (ended func() (onTime bool)) {
+	return letGoWhen(func() bool { return strings.Contains(stderr.String(), "refretry: attempt 1 failed") }, release)
+}
+
+// letGoAfterLogged is letGoWhen for refretry's --log-file: once it records an attempt
+// (attempts are recorded as they end; the first that ends before the lock is let go
+// failed on it).
+func letGoAfterLogged(logFile string, release func()) (ended func() (onTime bool)) {
+	return letGoWhen(func() bool {
+		b, _ := os.ReadFile(logFile)
+		return bytes.Contains(b, []byte(`"msg":"attempt"`))
+	}, release)
+}
+
+// runHeld is runIn for refretry while a lock it meets is held: release runs once
+// refretry's first attempt has failed (letGoAfterRetry), and the test fails if
+// refretry ended before that.
+func runHeld(t *testing.T, r *testutil.Repo, stdin string, release func(), args ...string) result {
+	t.Helper()
+	cmd := refretryCommand(r, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	var errOut syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	let := letGoAfterRetry(&errOut, release)
+	code := exitCode(t, cmd.Run())
+	if !let() {
+		t.Errorf("refretry ended before the lock was let go: exit %d, stderr %q", code, errOut.String())
 	}
+	return result{out.String(), errOut.String(), code}
 }
 
 // unseenPID names no process: it is above the kernel's PID_MAX_LIMIT (as in the
@@ -755,21 +803,17 @@ func TestYoungLockUnseenHolder(t *testing.T) {
 					t.Fatal(err)
 				}
 				fi, _ := os.Stat(lock)
-				let := letGoLater(func() {
+				args := []string{"--timeout", "60s", ref, r.Commit}
+				if breaking {
+					args = append([]string{"--break-stale-locks"}, args...)
+				}
+				res := runHeld(t, r, "", func() {
 					if fi2, err := os.Stat(lock); err != nil || !os.SameFile(fi, fi2) {
 						t.Errorf("the lock was touched: %v", err)
 					}
 					os.Remove(pidFile)
 					release()
-				})
-				args := []string{"--timeout", "60s", ref, r.Commit}
-				if breaking {
-					args = append([]string{"--break-stale-locks"}, args...)
-				}
-				res := runIn(t, r, "", "refretry", args...)
-				if !let() {
-					t.Errorf("refretry ended before the holder let the lock go")
-				}
+				}, args...)
 				if res.code != 0 || res.stdout != "" || strings.Contains(res.stderr, "stale lock") ||
 					!strings.HasPrefix(res.stderr, "refretry: attempt 1 failed (lock-contention on "+lock+"); retrying in ") {
 					t.Errorf("exit %d, stdout %q, stderr %q; want success after retries, no stale lock", res.code, res.stdout, res.stderr)
@@ -922,7 +966,7 @@ func TestLiveHolderOtherPIDNamespace(t *testing.T) {
 
 				// A budget longer than the hold: refretry waits, and its update lands.
 				logFile := filepath.Join(t.TempDir(), "log")
-				let := letGoLater(func() {
+				let := letGoAfterLogged(logFile, func() {
 					untouched("while waiting")
 					h.release()
 				})
