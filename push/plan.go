@@ -24,10 +24,13 @@ func (p *Runner) planFromArgs(ctx context.Context, args Args) []RefStatus {
 	return plan
 }
 
-// pushesMore reports whether the long option arg makes git push more, or other, than
-// the refspecs say: --all, --mirror, --tags, --branches, --delete, --follow-tags,
-// --prune (or a prefix git accepts for one).
+// pushesMore reports whether the option arg makes git push more, or other, than the
+// refspecs say: --all, --mirror, --tags, --branches, --delete (-d, alone or in a
+// cluster), --follow-tags, --prune (or a prefix git accepts for one).
 func pushesMore(arg string) bool {
+	if strings.Contains(gitPush.Shorts(arg), "d") {
+		return true
+	}
 	name, negated, _ := gitPush.Option(arg)
 	switch name {
 	case "all", "mirror", "tags", "branches", "delete", "follow-tags", "prune":
@@ -54,7 +57,7 @@ func refspecsFromArgs(args Args) []string {
 			specs = append(specs, a)
 		case a == "--":
 			dashdash = true
-		case strings.Contains(gitPush.Shorts(a), "d") || pushesMore(a):
+		case pushesMore(a):
 			return nil
 		case TakesNextArg(a):
 			i++

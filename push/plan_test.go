@@ -22,10 +22,10 @@ func TestPlanFromArgs(t *testing.T) {
 		{[]string{"--force-with-lease=main:abc", "-o", "x", "origin", "+HEAD:ci"}, "[refs/heads/main>refs/heads/ci]"},
 		{[]string{"-fo", "x", "origin", "HEAD:ci"}, "[refs/heads/main>refs/heads/ci]"}, // x is -o's value
 		{[]string{"-ofd", "origin", "HEAD:ci"}, "[refs/heads/main>refs/heads/ci]"},     // -o with "fd", not -d
-		{[]string{"-fd", "origin", "main"}, "[]"},
+		{[]string{"-fd", "origin", "main"}, "[]"},                                      // a deletion
 		{[]string{"--del", "origin", "main"}, "[]"},
 		{[]string{"--no-tags", "origin", "main"}, "[refs/heads/main>refs/heads/main]"},
-		{[]string{"--recurse-submodules", "check", "origin", "HEAD:ci"}, "[refs/heads/main>refs/heads/ci]"}, // a deletion
+		{[]string{"--recurse-submodules", "check", "origin", "HEAD:ci"}, "[refs/heads/main>refs/heads/ci]"}, // check is the option's value
 		{[]string{"-qo", "origin", "up", "main:side"}, "[refs/heads/main>refs/heads/side]"},                 // origin is -o's value
 		{[]string{"origin", "side:refs/ci/1", ":refs/heads/gone"}, "[refs/heads/side>refs/ci/1 >refs/heads/gone]"},
 		{[]string{"origin", r.Commit + ":refs/ci/2"}, fmt.Sprintf("[%s>refs/ci/2]", r.Commit)},
