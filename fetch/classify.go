@@ -32,8 +32,9 @@ var (
 	// that report auto-maintenance after the fetch: they decide nothing.
 	effectSigns = []string{
 		"Could not read from remote repository.",
-		"could not remove reference ", // 2.39, after a --prune deletion's own error
-		"unable to compact stack: ",   // reftable auto-compaction after the fetch: locked, or concurrently modified
+		"could not remove reference ",         // 2.39, after a --prune deletion's own error
+		"unable to compact stack: ",           // reftable auto-compaction after the fetch: locked, or concurrently modified
+		" did not send all necessary objects", // the connectivity check failed: its cause came first
 	}
 )
 
@@ -108,7 +109,18 @@ func (fs *findings) readError(line, msg string, next []string) (used int) {
 		fs.lockHeld(line, &failure.Lock{Ref: ref})
 		return 0
 	}
+	if ref != "" && inner == "unable to resolve reference '"+ref+"'" {
+		// A loose ref deleted by another process while it was being locked: most
+		// often by the pack-refs of the auto-maintenance that git 2.55 starts after
+		// the fetch, pruning. It decides nothing; alone, it leaves the failure
+		// unexplained (other).
+		return 0
+	}
 	if r, ok := cutFetchingRefRace(inner); ok { // git 2.51–2.53
+		fs.raceLost(line, &failure.Moved{Ref: r})
+		return 0
+	}
+	if r, ok := cutDeletedUnderCheck(line); ok {
 		fs.raceLost(line, &failure.Moved{Ref: r})
 		return 0
 	}
@@ -204,6 +216,26 @@ func cutFetchingRefRace(msg string) (ref string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// badObject starts the line with which git 2.55's connectivity check (`rev-list
+// --objects --not --all`) dies on a local ref it cannot read.
+const badObject = "fatal: bad object "
+
+// cutDeletedUnderCheck reads the line with which git 2.55's connectivity check dies
+// when another process deletes a local ref while the check lists them: "fatal: bad
+// object <ref>", followed by "<url> did not send all necessary objects". On the files
+// backend, git 2.55 hands such a ref to the check as if it still pointed at an object,
+// where 2.39 skips it (reftable is not affected). The check runs before the fetch
+// updates any ref, so the fetch applied nothing. The same line is what an unreadable
+// object would give, but git prints the object's own errors before it; Runner also
+// confirms that the ref is gone before it retries.
+func cutDeletedUnderCheck(line string) (ref string, ok bool) {
+	ref, ok = strings.CutPrefix(line, badObject)
+	if !ok || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, " ") {
+		return "", false
+	}
+	return ref, true
 }
 
 // errorClass is the cause an error line names, other than a lock or a lost race; nil

@@ -157,6 +157,8 @@ func testFetchRetried(t *testing.T, bin string, g testutil.Git) {
 		{"reftable", "lock-tables-list", 2, failure.LockContention, "reftable/tables.list.lock"},
 		{"files", "lost-race", 1, failure.LostRace, ""},
 		{"reftable", "lost-race", 1, failure.LostRace, ""},
+		// The connectivity check died on refs/doomed/15, which this clone lacks: deleted.
+		{"files", "lost-race-ref-deleted", 1, failure.LostRace, ""},
 	} {
 		t.Run(tc.backend+"/"+tc.fixture, func(t *testing.T) {
 			t.Parallel()
@@ -223,14 +225,21 @@ func testFetchFinal(t *testing.T, bin string, g testutil.Git) {
 	for _, tc := range []struct {
 		fixture string
 		class   failure.Class
+		has     string // a ref the clone has before the fetch
 	}{
-		{"rejected-non-ff", failure.Rejected},
-		{"not-found-remote", failure.NotFound},
-		{"usage-unknown-option", failure.Usage},
+		{"rejected-non-ff", failure.Rejected, ""},
+		{"not-found-remote", failure.NotFound, ""},
+		{"usage-unknown-option", failure.Usage, ""},
+		// The connectivity check died on a ref the clone still has: not a deletion
+		// under the check, so not retried.
+		{"lost-race-ref-deleted", failure.Other, "refs/doomed/15"},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()
 			f := newFetchRepos(t, bin, g, "files")
+			if tc.has != "" {
+				f.gitIn(t, f.clone, "update-ref", tc.has, "HEAD")
+			}
 			c := f.replay(t, tc.fixture, 1)
 			r := f.run(t, fakegittest.Policy())
 			var e *failure.Error

@@ -129,6 +129,11 @@ func (f *fetchRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 	if e == nil {
 		return nil
 	}
+	if r, ok := cutDeletedUnderCheck(e.Message); ok && e.Class == failure.LostRace && f.hasRef(ctx, r) {
+		// The ref is still there: its object is what git could not read, and
+		// another attempt would read it no better.
+		e.Class, e.Moved = failure.Other, nil
+	}
 	if e.Lock != nil && e.Lock.Path == "" {
 		// reftable's message names no file: its lock is tables.list.lock.
 		if d, ok := repo.Discover(f.Dirs, f.Env); ok && d.Reftable() {
@@ -136,6 +141,14 @@ func (f *fetchRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 		}
 	}
 	return e
+}
+
+// hasRef reports whether the local repository has ref; false only when git says it
+// has not.
+func (f *fetchRun) hasRef(ctx context.Context, ref string) bool {
+	cmd := gitexec.Command(ctx, f.git(), f.Dirs, f.Env, "show-ref", "--verify", "--quiet", ref)
+	c, err := gitexec.Capture(cmd)
+	return err != nil || c.Code != 1
 }
 
 // Final writes the final attempt's output.

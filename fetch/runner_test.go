@@ -232,6 +232,66 @@ func TestConcurrentFetches(t *testing.T) {
 	}
 }
 
+// TestRefDeletedDuringFetch: four other processes delete 100 loose refs of the clone,
+// one at a time each, while refretry fetches new objects into it. On the files backend git 2.55's
+// connectivity check dies on a ref deleted while it lists the refs ("fatal: bad
+// object <ref>"; plain git fails about one such fetch in five): refretry fetches
+// again, and every round ends with the fetch done. Whether a round met the race is
+// up to timing, so the rounds that did are counted in the log, not required.
+func TestRefDeletedDuringFetch(t *testing.T) {
+	t.Parallel()
+	for _, c := range combos(t) {
+		t.Run(c.name(), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, c)
+			// The auto-maintenance a fetch starts in the background would race the
+			// next round's set-up.
+			w.git(w.clone, "config", "maintenance.auto", "false")
+			head := w.git(w.clone, "rev-parse", "HEAD")
+			const rounds, doomed = 10, 100
+			met := 0
+			for round := range rounds {
+				if round > 0 {
+					w.move()
+				}
+				var create strings.Builder
+				for i := range doomed {
+					fmt.Fprintf(&create, "update refs/doomed/%d %s\n", i, head) // deletes that lost reftable's lock leave refs
+				}
+				cmd := exec.Command(c.git.Path, "update-ref", "--stdin")
+				cmd.Dir, cmd.Env, cmd.Stdin = w.clone, w.env, strings.NewReader(create.String())
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("creating the doomed refs: %v\n%s", err, out)
+				}
+				var deleters sync.WaitGroup
+				for d := range 4 {
+					deleters.Add(1)
+					go func() {
+						defer deleters.Done()
+						for i := d; i < doomed; i += 4 {
+							del := exec.Command(c.git.Path, "update-ref", "-d", fmt.Sprintf("refs/doomed/%d", i))
+							del.Dir, del.Env = w.clone, w.env
+							_ = del.Run()
+						}
+					}()
+				}
+				r := w.run(nil, "origin")
+				deleters.Wait()
+				if r.code != 0 || r.err != nil {
+					t.Fatalf("round %d: exit %d, err %v, attempts %v\n%s", round, r.code, r.err, r.classes(), r.stderr)
+				}
+				if slices.Contains(r.classes(), failure.LostRace) {
+					met++
+				}
+				if b := w.behind(); b != 0 {
+					t.Fatalf("round %d: %d remote-tracking refs differ from the remote", round, b)
+				}
+			}
+			t.Logf("%d of %d rounds met a ref deleted under the check and fetched again", met, rounds)
+		})
+	}
+}
+
 // TestHeldLockReleased: a lock held by someone else fails the first attempt; once it
 // is released, the retry fetches everything. The caller sees the final attempt's
 // output only.

@@ -237,6 +237,16 @@ hook_prepared() {
 	chmod +x "$CLONE/.git/hooks/reference-transaction"
 }
 
+# unreadable_object: the clone's refs/heads/bad at a commit whose loose object file is
+# then replaced by that of a bogus commit ("xxxxx", written with --literally).
+unreadable_object() {
+	local o x
+	o=$(c commit-tree -m bad "$(c mktree </dev/null)")
+	c update-ref refs/heads/bad "$o"
+	x=$(printf xxxxx | c hash-object --literally -t commit -w --stdin)
+	cp -f "$CLONE/.git/objects/${x:0:2}/${x:2}" "$CLONE/.git/objects/${o:0:2}/${o:2}"
+}
+
 # HTTP server (internal/harness/gitserver) serving $ROOT, with the git under test's http-backend.
 start_server() {
 	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
@@ -345,8 +355,30 @@ race_case() {
 		"git$(printf ' %q' "${args[@]}")" 1 "$ROOT/race/$pick.out" "$ROOT/race/$pick.err"
 }
 
+# deleted_case: git 2.55 on the files backend only (2.39 and reftable skip a ref that
+# vanishes while the connectivity check lists the refs): a fetch that needs objects,
+# while another process deletes 200 loose refs of the clone one by one. The check dies
+# on a deleted ref ("fatal: bad object <ref>") before the fetch updates anything.
+deleted_case() {
+	is55 && isfiles || return 0
+	local try i rc=0 so="$ROOT/out.stdout" se="$ROOT/out.stderr"
+	for try in $(seq 1 40); do
+		fresh
+		for i in $(seq 1 200); do echo "create refs/doomed/$i $A"; done | c update-ref --stdin
+		(for i in $(seq 1 200); do "$GIT" -C "$CLONE" update-ref -d "refs/doomed/$i" 2>/dev/null; done) &
+		rc=0
+		(cd "$CLONE" && timeout 60 "$GIT" fetch origin) </dev/null >"$so" 2>"$se" || rc=$?
+		wait
+		[ "$rc" = 1 ] && grep -q '^fatal: bad object refs/doomed/' "$se" && break
+	done
+	record lost-race-ref-deleted lost-race true 1 "did not send all necessary objects" \
+		"another process deleted 200 loose refs of the clone (refs/doomed/*) one by one while this fetch ran (try $try): its connectivity check died on one of them before any ref was updated" \
+		"git fetch origin" "$rc" "$so" "$se"
+}
+
 suite_refs() {
 	race_case
+	deleted_case
 	local atomic_rc=1
 	fresh; c branch -q loc origin/b5; r update-ref refs/heads/b5 "$U"
 	cap rejected-non-ff rejected false 1 "-> loc  (non-fast-forward)" \
@@ -360,6 +392,10 @@ suite_refs() {
 	cap rejected-tag-clobber rejected false 1 "-> t1  (would clobber existing tag)" \
 		"tag t1 was fetched at A; the remote moved it to B" \
 		-- fetch origin 'refs/tags/*:refs/tags/*'
+	fresh; unreadable_object
+	cap other-unreadable-object other false 1 "did not send all necessary objects" \
+		"the clone's refs/heads/bad points at a commit whose loose object holds a bogus commit: the connectivity check cannot read it" \
+		-- fetch origin
 	fresh
 	cap rejected-checked-out rejected false 128 \
 		"fatal: refusing to fetch into branch 'refs/heads/main' checked out at '$CLONE'" \
@@ -476,7 +512,7 @@ for f in "$OUT"/*.txtar; do
 			die "$b: lock-contention without a lock message"
 	fi
 	if [ "$class" = lost-race ]; then
-		printf '%s' "$err" | grep -qE "^error: cannot lock ref '[^']+': is at [0-9a-f]+ but expected [0-9a-f]+\$" ||
+		printf '%s' "$err" | grep -qE "^error: cannot lock ref '[^']+': is at [0-9a-f]+ but expected [0-9a-f]+\$|^fatal: bad object refs/" ||
 			die "$b: lost-race without a lost race"
 	fi
 done
