@@ -30,6 +30,10 @@ const (
 	// git 2.55's receive-pack under a burst of concurrent pushes): nothing was updated,
 	// and another attempt may get through.
 	reasonMigrate = "unable to migrate objects to permanent storage"
+	// receive-pack's connectivity check failed. Also a push that really lacks objects
+	// (a shallow clone's); a lost race only with the remote's "fatal: bad object
+	// refs/…" (evidence.refDeleted).
+	reasonMissingObjects = "missing necessary objects"
 	// summaryRemoteFailure marks refs whose result the server never reported
 	// ("remote failed to report status"): the connection broke after the pack was sent.
 	summaryRemoteFailure = "[remote failure]"
@@ -209,6 +213,11 @@ func remoteRefClass(s RefStatus, ev evidence) (failure.Class, error) {
 		return failure.Other, nil
 	case reasonServerError, reasonMigrate:
 		return failure.Unknown, nil
+	case reasonMissingObjects:
+		if ev.refDeleted {
+			return failure.Unknown, nil
+		}
+		return failure.Other, nil
 	case reasonFailedRefs, reasonFailedRef, reasonAtomicFailed, reasonIncorrectOld:
 		return failedUpdateClass(s, ev)
 	case reasonRefExists:

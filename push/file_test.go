@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/refretry/refretry/failure"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -292,5 +293,80 @@ func TestRebaseDirtyWorkTree(t *testing.T) {
 	}
 	if len(r.notes) == 0 || !strings.Contains(r.notes[len(r.notes)-1], "main stays at "+mine[:12]) {
 		t.Errorf("notes %q do not say the branch stayed", r.notes)
+	}
+}
+
+// TestServerRefDeletedDuringPush: while refretry pushes a new commit, four processes
+// on the server keep deleting its loose refs, one at a time each, and re-creating them
+// when none is left. On the files backend, git 2.55's receive-pack lets its
+// connectivity check die on a ref deleted while it lists the refs ("remote: fatal:
+// bad object <ref>", the push rejected with "missing necessary objects" before any
+// ref moved): refretry checks the remote and pushes again, and every round's commit
+// lands. Whether a round met the race is up to timing, so the rounds that did are
+// counted in the log, not required.
+func TestServerRefDeletedDuringPush(t *testing.T) {
+	t.Parallel()
+	cur := testutil.NewGit(t)
+	for _, server := range []struct {
+		git     testutil.Git
+		backend string
+	}{{testutil.SystemGit(t), "files"}, {cur, "files"}, {cur, "reftable"}} {
+		t.Run(server.git.Name()+"-"+server.backend, func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, server.git, server.backend)
+			s.run(s.dir, "config", "maintenance.auto", "false") // its background pack-refs would race the churn
+			c := newClient(t, cur, s)
+			base := c.commit("a", "a")
+			c.run("push", "-q", "origin", "main")
+			const rounds = 20
+			met := 0
+			for round := range rounds {
+				head := c.commit("a", fmt.Sprint(round))
+				stop := make(chan struct{})
+				var churn sync.WaitGroup
+				for d := range 4 {
+					churn.Add(1)
+					go func() { defer churn.Done(); churnRefs(s, fmt.Sprintf("refs/doomed/%d", d), base, stop) }()
+				}
+				r := c.push(smallPolicy(20), nil, "--porcelain", "origin", "main")
+				close(stop)
+				churn.Wait()
+				if r.code != 0 || r.err != nil {
+					t.Fatalf("round %d: exit %d, err %v, attempts %v\nstdout:\n%s\nstderr:\n%s", round, r.code, r.err, r.classes(), r.stdout, r.stderr)
+				}
+				if slices.Contains(r.classes(), failure.Unknown) {
+					met++
+				}
+				if got := s.ref("refs/heads/main"); got != head {
+					t.Fatalf("round %d: server main = %q, want %s", round, got, head)
+				}
+			}
+			t.Logf("%d of %d rounds met a ref deleted under the server's check and pushed again", met, rounds)
+		})
+	}
+}
+
+// churnRefs creates 25 loose refs under prefix at value on the server and deletes them
+// one at a time, over and over, until stop is closed.
+func churnRefs(s *server, prefix, value string, stop <-chan struct{}) {
+	const n = 25
+	var create strings.Builder
+	for i := range n {
+		fmt.Fprintf(&create, "update %s/%d %s\n", prefix, i, value)
+	}
+	for {
+		cmd := exec.Command(s.git.Path, "update-ref", "--stdin")
+		cmd.Dir, cmd.Env, cmd.Stdin = s.dir, s.env, strings.NewReader(create.String())
+		_ = cmd.Run() // on reftable, another churner may hold the lock: the deletes below go on
+		for i := range n {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			del := exec.Command(s.git.Path, "update-ref", "-d", fmt.Sprintf("%s/%d", prefix, i))
+			del.Dir, del.Env = s.dir, s.env
+			_ = del.Run()
+		}
 	}
 }

@@ -81,6 +81,23 @@ func TestClassifyForges(t *testing.T) {
 			stderr: ghFailed, want: failure.Unknown,
 		},
 		{
+			// Captured from git 2.55's receive-pack (files backend) over file://, while
+			// another process deleted 100 of the remote's loose refs: its connectivity
+			// check died on one of them, before any ref was updated.
+			name:   "a server ref deleted under the connectivity check",
+			stdout: "To /tmp/race/rem6\n!\tHEAD:refs/heads/main\t[remote rejected] (missing necessary objects)\nDone\n",
+			stderr: "remote: fatal: bad object refs/soak/delete/32        \nfatal: bad object refs/soak/delete/42\n" +
+				"error: failed to push some refs to '/tmp/race/rem6'\n",
+			want: failure.Unknown,
+		},
+		{
+			// The same reason from a push that lacks objects (a shallow clone's), with
+			// no bad ref on the server: final.
+			name:   "missing objects without a deleted ref",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (missing necessary objects)"),
+			stderr: ghFailed, want: failure.Other,
+		},
+		{
 			// SageMathOER-CCC/sage-discrete-math#84.
 			name:   "GitHub GH006",
 			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (protected branch hook declined)"),

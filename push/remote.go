@@ -39,6 +39,11 @@ type evidence struct {
 	// commitRefs is GitHub's "fatal error in commit_refs": its backend failed to
 	// commit, and whether any ref changed is not known.
 	commitRefs bool
+	// refDeleted is the server's connectivity check dying on one of its own refs
+	// ("fatal: bad object refs/…"): on the files backend, git 2.55's receive-pack
+	// hands the check a loose ref that another process deleted while it listed them.
+	// The check runs before any ref is updated.
+	refDeleted bool
 	// policy is what the server said about a refusal: its lines from the first
 	// error or forge message on, without blank lines, bare "error:" lines and the
 	// "error: " prefix (GH006/GH013, "GitLab: …", a pre-receive hook's output).
@@ -71,6 +76,10 @@ func remoteEvidence(stderr []byte) evidence {
 		}
 		if line == "fatal error in commit_refs" {
 			ev.commitRefs = true
+			continue
+		}
+		if strings.HasPrefix(line, "fatal: bad object refs/") {
+			ev.refDeleted = true
 			continue
 		}
 		msg, ok := strings.CutPrefix(line, "error: ")
