@@ -48,7 +48,15 @@ type finding struct {
 // *failure.Error, or nil when it succeeded. Every error line and every rejected ref's status
 // line is read: a fetch updates many refs, and it is retried only when every failure
 // it names is one that another attempt can get past.
+// Classify reads stderr only: a local ref that git's connectivity check died on
+// counts as deleted meanwhile (Runner asks the repository).
 func Classify(exitCode int, stderr []byte) *failure.Error {
+	return classify(exitCode, stderr, nil)
+}
+
+// classify is Classify; gone, when set, says whether a ref that git's connectivity
+// check died on is gone now.
+func classify(exitCode int, stderr []byte, gone func(ref string) bool) *failure.Error {
 	if exitCode == 0 {
 		return nil
 	}
@@ -61,13 +69,14 @@ func Classify(exitCode int, stderr []byte) *failure.Error {
 		e.Class, e.Message = failure.Auth, gitmsg.LastMessage(stderr)
 		return e
 	}
-	readFindings(stderr).decide(e, stderr)
+	readFindings(stderr, gone).decide(e, stderr)
 	return e
 }
 
 // findings are the causes a fetch's standard error names: the first that is neither a
 // lock nor a lost race, the first lock and the first lost race.
 type findings struct {
+	gone   func(ref string) bool
 	first  *finding
 	lock   *finding
 	locked *failure.Lock
@@ -76,8 +85,8 @@ type findings struct {
 }
 
 // readFindings reads every line of stderr.
-func readFindings(stderr []byte) *findings {
-	fs := &findings{}
+func readFindings(stderr []byte, gone func(ref string) bool) *findings {
+	fs := &findings{gone: gone}
 	lines := gitmsg.Lines(stderr)
 	for i := 0; i < len(lines); i++ {
 		msg, isError := errorMessage(lines[i])
@@ -120,7 +129,7 @@ func (fs *findings) readError(line, msg string, next []string) (used int) {
 		fs.raceLost(line, &failure.Moved{Ref: r})
 		return 0
 	}
-	if r, ok := cutDeletedUnderCheck(line); ok {
+	if r, ok := cutDeletedUnderCheck(line); ok && (fs.gone == nil || fs.gone(r)) {
 		fs.raceLost(line, &failure.Moved{Ref: r})
 		return 0
 	}
@@ -228,8 +237,8 @@ const badObject = "fatal: bad object "
 // backend, git 2.55 hands such a ref to the check as if it still pointed at an object,
 // where 2.39 skips it (reftable is not affected). The check runs before the fetch
 // updates any ref, so the fetch applied nothing. The same line is what an unreadable
-// object would give, but git prints the object's own errors before it; Runner also
-// confirms that the ref is gone before it retries.
+// object would give (the ref still there), but git prints the object's own errors
+// before it; Runner also asks whether the ref is gone.
 func cutDeletedUnderCheck(line string) (ref string, ok bool) {
 	ref, ok = strings.CutPrefix(line, badObject)
 	if !ok || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, " ") {

@@ -125,14 +125,9 @@ func (f *fetchRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 	if f.last, err = gitexec.Capture(cmd); err != nil {
 		return err
 	}
-	e := Classify(f.last.Code, f.last.Stderr)
+	e := classify(f.last.Code, f.last.Stderr, func(ref string) bool { return f.refGone(ctx, ref) })
 	if e == nil {
 		return nil
-	}
-	if r, ok := cutDeletedUnderCheck(e.Message); ok && e.Class == failure.LostRace && f.hasRef(ctx, r) {
-		// The ref is still there: its object is what git could not read, and
-		// another attempt would read it no better.
-		e.Class, e.Moved = failure.Other, nil
 	}
 	if e.Lock != nil && e.Lock.Path == "" {
 		// reftable's message names no file: its lock is tables.list.lock.
@@ -143,12 +138,12 @@ func (f *fetchRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 	return e
 }
 
-// hasRef reports whether the local repository has ref; false only when git says it
-// has not.
-func (f *fetchRun) hasRef(ctx context.Context, ref string) bool {
-	cmd := gitexec.Command(ctx, f.git(), f.Dirs, f.Env, "show-ref", "--verify", "--quiet", ref)
-	c, err := gitexec.Capture(cmd)
-	return err != nil || c.Code != 1
+// refGone reports whether git says the local repository has no ref by that name. A
+// ref still there points at an object git cannot read, which another attempt would
+// read no better.
+func (f *fetchRun) refGone(ctx context.Context, ref string) bool {
+	c, err := gitexec.Capture(gitexec.Command(ctx, f.git(), f.Dirs, f.Env, "show-ref", "--verify", "--quiet", ref))
+	return err == nil && c.Code == 1
 }
 
 // Final writes the final attempt's output.
