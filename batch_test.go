@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/refretry/refretry/internal/harness/testutil"
 )
@@ -33,9 +32,7 @@ func TestBatchUpdatesLockHeld(t *testing.T) {
 				t.Fatalf("plain git did not reject the locked ref: exit %d\n%s%s", p.code, p.stdout, p.stderr)
 			}
 
-			release := r.Hold(r.LockPath("refs/heads/x"))
-			time.AfterFunc(1500*time.Millisecond, release)
-			got := runIn(t, r, input, "refretry", "--stdin", "--batch-updates")
+			got := runHeld(t, r, input, r.Hold(r.LockPath("refs/heads/x")), "--stdin", "--batch-updates")
 			if got.code != 0 || got.stdout != "" {
 				t.Errorf("exit %d, stdout %q\n%s", got.code, got.stdout, got.stderr)
 			}
@@ -79,9 +76,7 @@ func TestBatchUpdatesFinalAtOnce(t *testing.T) {
 				return // one lock for every ref: the whole batch waits, as in the test above
 			}
 			held := r.Clone()
-			release := held.Hold(held.LockPath("refs/heads/a"))
-			time.AfterFunc(1500*time.Millisecond, release)
-			got = runIn(t, held, input, "refretry", "--stdin", "--batch-updates")
+			got = runHeld(t, held, input, held.Hold(held.LockPath("refs/heads/a")), "--stdin", "--batch-updates")
 			if got.code != want.code || got.stdout != want.stdout || !strings.HasSuffix(got.stderr, want.stderr) {
 				t.Errorf("lock held on a:\nrefretry %d\n%s%s\nwant git's %d\n%s%s", got.code, got.stdout, got.stderr, want.code, want.stdout, want.stderr)
 			}
@@ -133,14 +128,18 @@ func TestBatchUpdatesLockHeldLayouts(t *testing.T) {
 			l := make(t)
 			oid := l.read.Commit
 			input := fmt.Sprintf("update refs/heads/x %s\nupdate refs/heads/y %s\n", oid, oid)
-			release := l.read.Hold(l.lock)
-			time.AfterFunc(1500*time.Millisecond, release)
 			cmd := exec.Command(binary, append(l.args, "--stdin", "--batch-updates")...)
 			cmd.Dir, cmd.Env = l.dir, append(envFor(l.read), l.env...)
 			cmd.Stdin = strings.NewReader(input)
-			var out, errOut bytes.Buffer
+			var out bytes.Buffer
+			var errOut syncBuffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
-			if err := cmd.Run(); err != nil || out.Len() != 0 {
+			let := letGoAfterRetry(&errOut, l.read.Hold(l.lock))
+			err := cmd.Run()
+			if !let() {
+				t.Errorf("refretry ended before the lock was let go")
+			}
+			if err != nil || out.Len() != 0 {
 				t.Fatalf("%v, stdout %q\n%s", err, out.String(), errOut.String())
 			}
 			for _, line := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
@@ -238,9 +237,7 @@ func TestBatchUpdatesEveryRejection(t *testing.T) {
 				// the report is git's, in git's order (not the input's), after
 				// refretry's retry lines.
 				held := r.Clone()
-				release := held.Hold(held.LockPath("refs/heads/b"))
-				time.AfterFunc(1500*time.Millisecond, release)
-				got = runIn(t, held, input, "refretry", args...)
+				got = runHeld(t, held, input, held.Hold(held.LockPath("refs/heads/b")), args...)
 				if got.code != want.code || got.stdout != want.stdout || !strings.HasSuffix(got.stderr, want.stderr) ||
 					!strings.HasPrefix(got.stderr, "refretry: attempt 1 failed") {
 					t.Errorf("lock held on b:\nrefretry %d\n%s%s\nwant git's %d\n%s%s", got.code, got.stdout, got.stderr, want.code, want.stdout, want.stderr)
