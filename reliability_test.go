@@ -1034,18 +1034,28 @@ func TestReliabilityHook(t *testing.T) {
 		t.Run(bc.git.Name()+"/"+bc.backend+"/sleeps", func(t *testing.T) {
 			t.Parallel()
 			r := testutil.NewRepo(t, bc.git, bc.backend)
-			ready := filepath.Join(t.TempDir(), "ready")
-			writeHook(t, r, `if [ "$1" = prepared ] && [ -n "$SLOW_HOOK" ]; then : > "$SLOW_HOOK"; sleep 2.5; fi`)
+			dir := t.TempDir()
+			ready := filepath.Join(dir, "ready")
+			done := ready + ".done"
+			// The first writer's hook holds the locks until the test lets it go: once
+			// refretry's first attempt has failed on them (runHeld).
+			writeHook(t, r, `if [ "$1" = prepared ] && [ -n "$SLOW_HOOK" ]; then : > "$SLOW_HOOK"; while [ ! -e "$SLOW_HOOK.done" ]; do sleep 0.05; done; fi`)
 			ref, second := "refs/heads/slow", r.NewCommit("second")
 			first := commandIn(r, r.Git.Path, "update-ref", ref, r.Commit)
 			first.Env = append(first.Env, "SLOW_HOOK="+ready)
 			if err := first.Start(); err != nil {
 				t.Fatal(err)
 			}
+			letGo := func() {
+				if err := os.WriteFile(done, nil, 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+			defer letGo()
 			for _, err := os.Stat(ready); err != nil; _, err = os.Stat(ready) {
 				time.Sleep(5 * time.Millisecond)
 			}
-			res := runIn(t, r, "", "refretry", "--timeout", "60s", ref, second, r.Commit)
+			res := runHeld(t, r, "", letGo, "--timeout", "60s", ref, second, r.Commit)
 			if err := first.Wait(); err != nil {
 				t.Fatalf("first writer: %v", err)
 			}
