@@ -86,7 +86,7 @@ COUNT=0
 
 # ---------------------------------------------------------------------------------------
 # Per-version state (set by use_version / use_backend).
-GIT= VER= VERFULL= BACKEND= FAST=()
+GIT='' VER='' VERFULL='' BACKEND='' FAST=()
 use_version() {
 	GIT=$1
 	VERFULL=$("$GIT" version | sed -n 's/^git version \([0-9][0-9.]*\).*/\1/p')
@@ -107,7 +107,7 @@ g() { (cd "$R" && "$GIT" "$@"); } # setup helper: must succeed
 
 # Template repository per version/backend: commits A <- B <- C (empty tree), a blob,
 # HEAD -> refs/heads/main = A, refs/heads/x = A, refs/heads/y = A.
-A= B= C= T= BLOB=
+A='' B='' C='' T='' BLOB=''
 make_template() {
 	local tpl="$ROOT/tpl/$VER-$BACKEND"
 	if isrt; then

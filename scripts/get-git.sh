@@ -2,6 +2,12 @@
 # get-git.sh: provide git 2.55.0 (built with reftable support) in a cache directory
 # outside the repository, and print the path of its git binary on stdout.
 #
+# Usage: scripts/get-git.sh
+#        scripts/get-git.sh --source DIR
+#   With --source, it leaves git's source tree in DIR instead, built (with the same
+#   flags, not installed) so that git's own test suite can run there, and prints DIR
+#   (scripts/git-suite.sh).
+#
 # Idempotent: when the cached build exists and works it does nothing else and prints only
 # the path. Loud on failure: any step that fails stops the script with a non-zero exit
 # and a message on stderr; it never falls back to another git.
@@ -9,6 +15,16 @@
 # Environment:
 #   REFRETRY_GIT_CACHE  install prefix (default ${XDG_CACHE_HOME:-$HOME/.cache}/refretry/git-2.55.0)
 set -euo pipefail
+
+source_dir=
+case "${1:-}" in
+--source)
+	if [ $# -ne 2 ] || [ -z "$2" ]; then echo "usage: $0 [--source DIR]" >&2; exit 2; fi
+	source_dir=$2
+	;;
+"") ;;
+*) echo "usage: $0 [--source DIR]" >&2; exit 2 ;;
+esac
 
 version=2.55.0
 debver="1:${version}-1"
@@ -36,12 +52,20 @@ works() {
 	return $rc
 }
 
-if works; then
+if [ -n "$source_dir" ]; then
+	if [ "$(cat "$source_dir/.refretry-build-flags" 2>/dev/null)" = "$flags" ] && [ -x "$source_dir/t/helper/test-tool" ]; then
+		printf '%s\n' "$source_dir"
+		exit 0
+	fi
+	[ ! -e "$source_dir" ] || [ -z "$(ls -A "$source_dir")" ] || [ -f "$source_dir/.refretry-source" ] ||
+		die "$source_dir exists and is not a source tree this script made"
+	log "building git $version's source tree in $source_dir (a few minutes)"
+elif works; then
 	printf '%s\n' "$git"
 	exit 0
+else
+	log "building git $version into $prefix (about two minutes)"
 fi
-
-log "building git $version into $prefix (about two minutes)"
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # 1. A deb-src line for unstable that reuses the archive URI the system already uses.
@@ -69,6 +93,20 @@ tarball=$(ls "$work"/git_${version}.orig.tar.* 2>/dev/null | head -n1)
 tar -C "$work" -xf "$tarball" || die "unpacking $tarball failed"
 srcdir=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'git-*' | head -n1)
 [ -n "$srcdir" ] || die "no source directory in $tarball"
+
+if [ -n "$source_dir" ]; then
+	# 4'. Build in place, for git's test suite.
+	rm -rf "$source_dir"
+	mkdir -p "$(dirname "$source_dir")"
+	mv "$srcdir" "$source_dir"
+	: >"$source_dir/.refretry-source"
+	# shellcheck disable=SC2086 # $flags is a list of make variables
+	make -C "$source_dir" -j"$(nproc)" $flags all >"$work/build.log" 2>&1 ||
+		{ tail -n 40 "$work/build.log" >&2; die "building git's source tree failed"; }
+	printf '%s\n' "$flags" >"$source_dir/.refretry-build-flags"
+	printf '%s\n' "$source_dir"
+	exit 0
+fi
 
 # 4. Build and install into the cache prefix.
 rm -f "$stamp" # an interrupted build must not look finished
