@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh: everything CI checks, from a fresh machine. Provides git 2.55 (built once into
 # a cache outside the repository), then checks formatting, vet and module tidiness, runs
-# every test with the race detector against git 2.39 (system) and git 2.55, and smoke-runs
+# every test with the race detector against git 2.39 (system) and git 2.55, runs git's own
+# update-ref tests through refretry, and smoke-runs
 # the benchmark harness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,6 +73,9 @@ fuzz ./internal/group FuzzParse 150000x
 fuzz ./internal/group FuzzDecodeRequest 150000x
 echo "== model-checked soak (short)"
 go run ./internal/harness/soak -seconds 150 -git "$REFRETRY_TEST_GIT" -old-git "$(command -v git)" -refretry "$bin/refretry"
+
+echo "== git's own tests of update-ref, through refretry (make git-suite runs more)"
+scripts/git-suite.sh t1400-update-ref.sh t1404-update-ref-errors.sh
 
 echo "== actionlint: the example workflows and a use of action.yml (pinned; the module proxy serves it)"
 go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 examples/github/*.yml
