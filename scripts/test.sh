@@ -41,7 +41,7 @@ fi
 rm -f /tmp/refretry-go.mod.$$ /tmp/refretry-go.sum.$$
 
 echo "== go test -race (git 2.39: $(git version), git 2.55: $REFRETRY_TEST_GIT)"
-go test -race -count=1 -timeout 30m ./...
+go test -race -count=1 -timeout 45m ./...
 
 # Fuzz budgets are execution counts, not durations: go1.26's fuzz coordinator
 # can fail a run with a bare "context deadline exceeded" when a -fuzztime
