@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # test.sh: everything CI checks, from a fresh machine. Provides git 2.55 (built once into
 # a cache outside the repository), then checks formatting, vet and module tidiness, runs
-# every test with the race detector against git 2.39 (system) and git 2.55, runs git's own
-# update-ref tests through refretry, and smoke-runs
-# the benchmark harness.
+# every test with the race detector against git 2.39 (system) and git 2.55, smoke-runs
+# the benchmark harness, and runs git's own update-ref tests through refretry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
