@@ -88,9 +88,10 @@ type wave struct {
 	conflicts []string // ids that could not be replayed, left to their jobs
 }
 
-// pick takes the oldest staged commits, at most perWave, noting those staged long ago.
+// pick takes the oldest staged commits that may land, at most perWave, noting those
+// staged long ago.
 func (u *run) pick(st state) []string {
-	ids := st.order()
+	ids := u.landable(st)
 	if len(ids) > u.perWave {
 		ids = ids[:u.perWave]
 	}
@@ -214,4 +215,34 @@ func (u *run) refused(w *wave, perr *failure.Error) error {
 		return nil
 	}
 	return fmt.Errorf("the remote refused the gather: %w", perr)
+}
+
+// landable are the staged ids a gather of this run may land, oldest first: all of
+// them without a Key; with one, those that verify (see verify) and those Accept
+// names. Each one that does not is named once in the run's notes, and stays staged:
+// a gatherer neither lands nor deletes what it cannot trust.
+func (u *run) landable(st state) []string {
+	ids := st.order()
+	if u.Key == nil {
+		return ids
+	}
+	now := time.Now()
+	ok := ids[:0]
+	for _, id := range ids {
+		if slices.Contains(u.Accept, id) {
+			ok = append(ok, id)
+			continue
+		}
+		why := verify(u.Key, u.n.branch, id, st.staged[id], now, u.maxAge())
+		if why == "" {
+			ok = append(ok, id)
+			continue
+		}
+		if !u.untrusted[id] {
+			u.untrusted[id] = true
+			u.res.Refused = append(u.res.Refused, id)
+			u.notify("%s (%s) is not landed and stays staged: %s", u.n.staged(id), replay.Short(st.staged[id]), why)
+		}
+	}
+	return ok
 }
