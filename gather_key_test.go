@@ -175,3 +175,47 @@ func TestGatherKeyBadInput(t *testing.T) {
 		t.Errorf("without a key: exit %d\n%s", code, out)
 	}
 }
+
+// movingGit is a git for refretry that, the first time a gather fetches staged refs,
+// first force-pushes the intruder's commit (in $INTRUDER) onto each of them: the
+// staged ref changes between the look that verified it and the fetch.
+const movingGit = `#!/bin/sh
+case "$*" in
+*fetch*"+refs/refretry/gather/"*)
+	if mkdir "$MARK" 2>/dev/null; then
+		for a in "$@"; do
+			case "$a" in
+			+refs/refretry/gather/*) ref=${a#+}; ref=${ref%%:*}; "$REAL_GIT" -C "$INTRUDER" push -q -f origin "HEAD:$ref" || exit 1 ;;
+			esac
+		done
+	fi ;;
+esac
+exec "$REAL_GIT" "$@"
+`
+
+// TestGatherKeyMovedWhileFetched: a keyed job's own staged ref, verified by its
+// gather's look, is moved to another commit before the gather fetches it. The gather
+// lands nothing of it (the commit fetched is not the one verified), the moved ref
+// fails verification from then on and stays, and the job fails saying its ref was
+// moved, instead of taking the ref's disappearance for a landing.
+func TestGatherKeyMovedWhileFetched(t *testing.T) {
+	t.Parallel()
+	f := newGatherFixture(t, testutil.NewGit(t))
+	intruder := f.clone("unrelated")
+	forged := f.git(intruder, "rev-parse", "HEAD")
+	job := f.clone("job")
+	wrapper := filepath.Join(f.root, "moving-git")
+	if err := os.WriteFile(wrapper, []byte(movingGit), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out := f.refretry(job, wrapper, []string{"REFRETRY_GATHER_KEY=pipeline-secret-0123456789abcdef",
+		"INTRUDER=" + intruder, "MARK=" + filepath.Join(f.root, "moved")}, "push", "--gather", "origin", "HEAD:main")
+	if log := f.git(f.remote, "log", "--format=%s", "main"); strings.Contains(log, "result of") {
+		t.Fatalf("landed:\n%s\njob's output:\n%s", log, out)
+	}
+	staged := f.git(f.remote, "for-each-ref", "--format=%(objectname)", "refs/refretry/gather/main/")
+	if code != 1 || staged != forged || !strings.Contains(out, "by someone else: ") ||
+		strings.Count(out, ") is not landed and stays staged: its authenticator does not verify") != 1 {
+		t.Errorf("exit %d, staged %q (want the moved ref left at %s)\n%s", code, staged, forged, out)
+	}
+}

@@ -128,6 +128,16 @@ func (e *NotLandedError) Error() string {
 		e.Ref, replay.Short(e.Commit), e.Elapsed.Round(time.Millisecond), e.Reason)
 }
 
+// MovedError is a job whose staged ref someone else moved to another commit (Now):
+// the job's commit did not land through it, and a gather with a Key never lands what
+// the ref holds now.
+type MovedError struct{ Ref, Commit, Now string }
+
+func (e *MovedError) Error() string {
+	return fmt.Sprintf("%s was moved from this job's %s to %s by someone else: %s did not land, and the ref stays for a human to look at",
+		e.Ref, replay.Short(e.Commit), replay.Short(e.Now), replay.Short(e.Commit))
+}
+
 // DiscardedError is a staged commit that `refretry gather discard` removed.
 type DiscardedError struct{ Ref, Commit string }
 
@@ -156,8 +166,8 @@ type run struct {
 
 // Run stages the job's commit and waits until it is on the branch, gathering when
 // elected. git's output reaches stderr (nil discards it) only when a push fails for
-// good. It returns a *ConflictError, *NotLandedError or *DiscardedError when the
-// commit did not land, a *failure.Error (or a retry error wrapping one) when it could
+// good. It returns a *ConflictError, *NotLandedError, *DiscardedError or *MovedError
+// when the commit did not land, a *failure.Error (or a retry error wrapping one) when it could
 // not be staged, and other errors for what went wrong on the way.
 func (r *Runner) Run(ctx context.Context, stderr io.Writer) (Result, error) {
 	u := r.newRun(ctx, stderr)
@@ -409,8 +419,10 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 			delay = pollErr
 			continue
 		}
-		if _, ok := st.staged[id]; !ok {
+		if c, ok := st.staged[id]; !ok {
 			return u.outcome(ctx, st)
+		} else if c != mine {
+			return &MovedError{Ref: u.n.staged(id), Commit: mine, Now: c}
 		}
 		if st.lease != leaseSeen || leaseSince.IsZero() {
 			leaseSeen, leaseSince = st.lease, time.Now()

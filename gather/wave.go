@@ -26,7 +26,7 @@ func (u *run) gatherAll(ctx context.Context, st state, held string) (state, erro
 			u.takeLease(context.WithoutCancel(ctx), held, "")
 			return st, nil
 		}
-		next, err := u.gather(ctx, ids, held)
+		next, err := u.gather(ctx, ids, st.staged, held)
 		if err != nil {
 			return st, err
 		}
@@ -51,12 +51,21 @@ func (u *run) gatherAll(ctx context.Context, st state, held string) (state, erro
 // replays them onto the branch and pushes the branch, the staged refs' deletions (and
 // conflicts' moves) and the lease's new value (the new tip, so that waiters see it
 // move) in one atomic push. A failed push changes nothing: the caller looks again.
-// It returns the lease's value if the push went through.
-func (u *run) gather(ctx context.Context, ids []string, value string) (string, error) {
+// It returns the lease's value if the push went through. seen are the staged
+// commits as the look that chose ids saw them (and verified them, with a Key): a
+// staged ref that holds another commit when fetched was moved since, and the wave
+// is left for the next look; the push's leases hold each staged ref at what was seen.
+func (u *run) gather(ctx context.Context, ids []string, seen map[string]string, value string) (string, error) {
 	w := &wave{ids: ids}
 	if err := u.fetchWave(ctx, w); err != nil {
 		u.notify("fetching %d staged commits: %v", len(ids), err)
 		return value, nil
+	}
+	for i, id := range ids {
+		if w.commits[i] != seen[id] {
+			u.notify("%s moved from %s to %s while it was fetched; looking again", u.n.staged(id), replay.Short(seen[id]), replay.Short(w.commits[i]))
+			return value, nil
+		}
 	}
 	if err := u.replayWave(ctx, w); err != nil {
 		u.notify("replaying %d staged commits: %v", len(ids), err)
