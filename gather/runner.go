@@ -406,6 +406,7 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 	id, mine := u.res.ID, u.res.Staged
 	var (
 		leaseSeen  string    // the lease value last seen
+		moved      string    // another commit the last look saw at the job's staged ref
 		leaseSince time.Time // since when it has been seen unchanged (or free)
 		lastErr    error
 		delay      = min(max(staging/4, pollMin), pollFirstMax)
@@ -422,8 +423,15 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 		if c, ok := st.staged[id]; !ok {
 			return u.outcome(ctx, st)
 		} else if c != mine {
-			return &MovedError{Ref: u.n.staged(id), Commit: mine, Now: c}
+			// Moved by someone else, once two looks in a row agree (a look taken while
+			// the remote updates its refs has shown a null id).
+			if c == moved && !nullID(c) {
+				return &MovedError{Ref: u.n.staged(id), Commit: mine, Now: c}
+			}
+			moved, delay = c, pollMin
+			continue
 		}
+		moved = ""
 		if st.lease != leaseSeen || leaseSince.IsZero() {
 			leaseSeen, leaseSince = st.lease, time.Now()
 		}
@@ -610,6 +618,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// nullID reports whether oid is git's null object id (all zeros), never a commit.
+func nullID(oid string) bool { return strings.Trim(oid, "0") == "" }
 
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

@@ -238,6 +238,9 @@ func (u *run) landable(st state) []string {
 	now := time.Now()
 	ok := ids[:0]
 	for _, id := range ids {
+		if nullID(st.staged[id]) {
+			continue // a look taken while the remote updated its refs: the next one tells
+		}
 		if slices.Contains(u.Accept, id) {
 			ok = append(ok, id)
 			continue
