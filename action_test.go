@@ -86,7 +86,7 @@ func TestActionInputsOnlyThroughEnv(t *testing.T) {
 			t.Errorf("step %s: shell %q, want bash", s.ID, s.Shell)
 		}
 	}
-	for _, name := range []string{"args", "stdin", "push", "gather", "timeout", "max-attempts", "install-shim", "working-directory"} {
+	for _, name := range []string{"args", "stdin", "push", "gather", "gather-key", "timeout", "max-attempts", "install-shim", "working-directory"} {
 		if _, ok := a.Inputs[name]; !ok {
 			t.Errorf("input %s is missing", name)
 		}
@@ -471,9 +471,21 @@ func TestActionInputs(t *testing.T) {
 		// The budget is not what this checks: with the group-commit storms of
 		// coalesce_test.go running beside it on 2 cores, this one job's stage push
 		// has taken 27 s and its landing outlived the default minute.
-		res := runAction(t, a, je, map[string]string{"gather": "results", "timeout": "10m"})
+		// Without gather-key, the step fails before anything is staged, saying what to set.
+		res := runAction(t, a, je, map[string]string{"gather": "results"})
+		if want := "::error title=refretry::gather needs gather-key: set it to a secret the matrix jobs share " +
+			"(e.g. secrets.REFRETRY_GATHER_KEY), or to none to trust everyone who may push refs/refretry/* (docs/security.md)\n"; res.failedAt != "setup" || res.stderr != want {
+			t.Errorf("without gather-key: failed at %q, said\n%s\nwant the setup step and\n%s", res.failedAt, res.stderr, want)
+		}
+		if left := r.Run("ls-remote", "origin", "refs/refretry/*"); left != "" {
+			t.Errorf("staged without a key: %s", left)
+		}
+		res = runAction(t, a, je, map[string]string{"gather": "results", "gather-key": "action-test-gather-key-0123", "timeout": "10m"})
 		if res.failedAt != "" {
 			t.Fatalf("step %s failed:\n%s", res.failedAt, res.stderr)
+		}
+		if strings.Contains(res.log, "no gather key") || strings.Contains(res.log, "action-test-gather-key") {
+			t.Errorf("the keyed gather ran without its key, or showed it:\n%s", res.log)
 		}
 		r.Run("fetch", "-q", "origin", "results")
 		if got := r.Run("log", "-1", "--format=%s%n%(trailers:key=Refretry-Gather,valueonly)", "FETCH_HEAD"); !strings.HasPrefix(got, "result of this job\n") {

@@ -94,6 +94,7 @@ type gatherFixture struct {
 	t            *testing.T
 	g            testutil.Git
 	root, remote string
+	url          string // how the clones reach the remote (file:// unless a test serves it)
 	seed         string
 	env          []string
 }
@@ -103,6 +104,7 @@ func newGatherFixture(t *testing.T, g testutil.Git) *gatherFixture {
 	root := t.TempDir()
 	f := &gatherFixture{t: t, g: g, root: root, remote: filepath.Join(root, "r.git"), seed: filepath.Join(root, "seed"),
 		env: hermetic.Env(os.Environ(), root)}
+	f.url = "file://" + f.remote
 	f.git(root, "init", "-q", "--bare", "-b", "main", f.remote)
 	f.git(root, "init", "-q", "-b", "main", f.seed)
 	f.git(f.seed, "commit", "-q", "--allow-empty", "-m", "seed")
@@ -128,7 +130,7 @@ func (f *gatherFixture) git(dir string, args ...string) string {
 func (f *gatherFixture) clone(name string) string {
 	f.t.Helper()
 	dir := filepath.Join(f.root, name)
-	f.git(f.root, "clone", "-q", "--depth=1", "file://"+f.remote, dir)
+	f.git(f.root, "clone", "-q", "--depth=1", f.url, dir)
 	f.git(dir, "checkout", "-q", "--detach")
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644); err != nil {
 		f.t.Fatal(err)

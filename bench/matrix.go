@@ -83,10 +83,11 @@ type matrixMethod struct {
 	// ownBranch: the job pushes to refs/heads/<job name>, where its result
 	// is looked for, instead of main.
 	ownBranch bool
-	needs     string // a tool besides git, sh and refretry: "flock"
-	compare   bool   // refretry's: the numerator of the ratios
-	against   string // a refretry method it is also compared with (gather: rebase)
-	baseline  bool   // what users do instead: a denominator of the ratios
+	needs     string   // a tool besides git, sh and refretry: "flock"
+	env       []string // added to the jobs' environment
+	compare   bool     // refretry's: the numerator of the ratios
+	against   string   // a refretry method it is also compared with (gather: rebase)
+	baseline  bool     // what users do instead: a denominator of the ratios
 }
 
 // loopTries is the most pushes the users' loop makes.
@@ -118,10 +119,10 @@ var matrixMethods = []matrixMethod{
 		argv: func(t matrixTools, j matrixJob) []string {
 			return refretryArgv(t, "--regenerate", j.regen, "origin", j.mainSpec(false))
 		}, compare: true},
-	{name: "gather", label: "`refretry push --gather origin HEAD:main`: stage, then one gatherer per wave lands every staged commit in one atomic push",
+	{name: "gather", label: "`refretry push --gather origin HEAD:main` with a gather key (`REFRETRY_GATHER_KEY`, as the Action and the component require): stage, then one gatherer per wave lands every staged commit in one atomic push",
 		argv: func(t matrixTools, j matrixJob) []string {
 			return refretryArgv(t, "--gather", "origin", j.mainSpec(false))
-		}, compare: true, against: "rebase"},
+		}, env: []string{"REFRETRY_GATHER_KEY=refretry-bench-gather-key"}, compare: true, against: "rebase"},
 	{name: "floor", label: "`git push origin HEAD:refs/heads/job-NNN`: each job to a branch of its own, nothing to contend for",
 		argv: func(t matrixTools, j matrixJob) []string {
 			return []string{t.git, "push", "origin", j.src + ":refs/heads/" + j.name}
@@ -439,7 +440,7 @@ func matrixTrial(r *runner, cfg config, srv *matrixServer, tools matrixTools, mo
 		dirs[i], argvs[i] = j.dir, m.argv(tools, j)
 	}
 
-	jr := *r
+	jr := *r.withEnv(m.env...)
 	jr.timeout = cfg.matrix.jobTimeout
 	jr.stdoutToo = true // git pull prints its conflicts there
 	res.load = loadAverage()

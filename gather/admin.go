@@ -16,8 +16,12 @@ type Entry struct {
 	ID     string
 	Ref    string
 	Commit string
-	State  string    // "staged", "conflict" (a gather could not replay it) or "discarded"
-	At     time.Time // when it was staged (from its id); zero when the id is not a UUIDv7
+	// State is "staged", "unverified" (staged, but with a Key it does not verify, so
+	// no gatherer lands it: Problem says why), "conflict" (a gather could not replay
+	// it) or "discarded".
+	State   string
+	Problem string
+	At      time.Time // when it was staged (from its id); zero when the id is not a UUIDv7
 }
 
 // Listing is what the remote holds of a branch's gathering.
@@ -42,6 +46,14 @@ func (r *Runner) List(ctx context.Context) (Listing, error) {
 		}
 	}
 	add("staged", st.staged, u.n.staged)
+	if u.Key != nil {
+		now := time.Now()
+		for i, e := range l.Entries {
+			if why := verify(u.Key, u.n.branch, e.ID, e.Commit, now, u.maxAge()); why != "" {
+				l.Entries[i].State, l.Entries[i].Problem = "unverified", why
+			}
+		}
+	}
 	add("conflict", st.conflict, u.n.conflict)
 	add("discarded", st.discarded, u.n.discarded)
 	slices.SortFunc(l.Entries, func(a, b Entry) int { return strings.Compare(a.ID, b.ID) })
@@ -51,7 +63,9 @@ func (r *Runner) List(ctx context.Context) (Listing, error) {
 // Land gathers what is staged without a commit of its own, as a fan-in job or an
 // operator after an outage does: it takes the lease (waiting for a gather in
 // progress, and taking over a lease that has not changed for LeaseTimeout), gathers
-// wave after wave until nothing is staged, and returns how many commits it landed.
+// wave after wave until nothing that may land is staged, and returns how many
+// commits it landed. With a Key, what does not verify stays staged (Result.Refused),
+// unless Accept names it.
 // Commits that conflict are left in the conflict namespace. git's output reaches
 // stderr (nil discards it) only when a push fails for good.
 func (r *Runner) Land(ctx context.Context, stderr io.Writer) (Result, error) {
@@ -69,7 +83,7 @@ func (r *Runner) Land(ctx context.Context, stderr io.Writer) (Result, error) {
 	for {
 		st, err := u.look(ctx)
 		if err == nil {
-			if len(st.staged) == 0 {
+			if len(u.landable(st)) == 0 { // what does not verify stays staged
 				if st.lease == marker {
 					u.takeLease(ctx, marker, "") // nothing left: let it go
 				}

@@ -6,8 +6,8 @@
 // pushes still in flight, so N jobs cost about N²/4 pushes. With gather, each job:
 //
 //  1. Stages its commit: one push creating a ref of its own,
-//     refs/refretry/gather/<branch>/<id> (<id> a time-ordered UUIDv7), which nobody
-//     else contends for. From then on the result is durable: it lands even if the job
+//     refs/refretry/gather/<branch>/<id> (<id> a time-ordered UUIDv7, with a Key
+//     followed by its authenticator), which nobody else contends for. From then on the result is durable: it lands even if the job
 //     dies (by another job's gather, or `refretry gather land`).
 //  2. Waits, reading the remote with ls-remote, for one job to gather. Every look is
 //     a request that every waiting job makes, so a waiter looks when its commit may
@@ -38,6 +38,18 @@
 // 0 exactly when its commit is on the branch. Nothing is half-applied and nothing lands
 // twice: every ref a gather changes is compare-and-swapped in one atomic push, so of
 // two gatherers racing at most one succeeds, and the other's push changes nothing.
+//
+// Who may stage: a gatherer lands staged commits with its own credentials, so with a
+// Key (a secret the jobs of one pipeline share) a job's staged ref is named
+// refs/refretry/gather/<branch>/<uuid>.<mac>, mac the first 32 hex digits of
+// HMAC-SHA256(Key, "refretry-gather-v1" NUL branch NUL uuid NUL commit), and a
+// gatherer lands only the staged commits whose mac verifies against the value
+// ls-remote shows and whose uuid's time is within MaxAge (and at most 5 minutes
+// ahead). Anything else staged is never landed and never deleted by a gatherer: each
+// run names it once in a note, List marks it unverified, Land leaves it unless Accept
+// names it, Discard may remove it. Without a Key a gatherer lands whatever is staged:
+// it trusts everyone who may push refs/refretry/* to the remote. docs/security.md has
+// the trust model and the replay window.
 //
 // A job whose commits are several is staged as one commit (the tree of its last
 // commit on the remote tip it started from, with the last commit's author and

@@ -22,7 +22,7 @@ func ExampleRunner() {
 	}
 	res, err := r.Run(context.Background(), os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err) // a *ConflictError, *NotLandedError, *DiscardedError, …
+		fmt.Fprintln(os.Stderr, err) // a *ConflictError, *NotLandedError, *DiscardedError, *MovedError, …
 		os.Exit(1)
 	}
 	fmt.Printf("%s is on main (staged as %s; %d pushes)\n", res.Staged, res.ID, res.Pushes)

@@ -340,3 +340,63 @@ func write(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestGatherMixedKeys: jobs of two pipelines, with keys A and B, gather onto one
+// branch at once. A gatherer lands only its own pipeline's commits, so a job whose
+// commit another pipeline's gatherer leaves staged takes the lease when that
+// gatherer lets it go and lands its commit itself: every job lands, each commit once.
+// A job with a key too short for use stages nothing.
+func TestGatherMixedKeys(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	r := newRemote(t, g, nil)
+	const n = 6
+	keys := [][]byte{[]byte("pipeline-A-0123456789"), []byte("pipeline-B-0123456789")}
+	jobs := make([]job, n)
+	for i := range jobs {
+		jobs[i] = newJob(t, r, fmt.Sprintf("job-%d", i), map[string]string{fmt.Sprintf("f%d", i): "x"})
+	}
+	outs := make([]outcome, n)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gr := j.runner(r, func(gr *gather.Runner) { gr.Key = keys[i%2] })
+			outs[i].res, outs[i].err = gr.Run(context.Background(), nil)
+		}()
+	}
+	wg.Wait()
+	log := run(t, g, r.dir, r.env, "log", "--format=%s", "main")
+	for i, o := range outs {
+		if o.err != nil || !o.res.Landed {
+			t.Errorf("job-%d (key %d): landed %v, err %v", i, i%2, o.res.Landed, o.err)
+		}
+		if c := strings.Count(log+"\n", fmt.Sprintf("result of job-%d\n", i)); c != 1 {
+			t.Errorf("job-%d is on main %d times:\n%s", i, c, log)
+		}
+	}
+	owner := map[string]int{}
+	for i, o := range outs {
+		owner[o.res.ID] = i
+	}
+	refused := 0
+	for i, o := range outs {
+		for _, id := range o.res.Refused {
+			refused++
+			if j, ok := owner[id]; !ok || j%2 == i%2 {
+				t.Errorf("job-%d (key %d) refused %s, which is not another pipeline's", i, i%2, id)
+			}
+		}
+	}
+	checkClean(t, r)
+	t.Logf("%d refusals of another pipeline's commit", refused)
+
+	short := newJob(t, r, "short", map[string]string{"s": "x"})
+	_, err := short.runner(r, func(gr *gather.Runner) { gr.Key = []byte("short") }).Run(context.Background(), nil)
+	var ke *gather.KeyError
+	if !errors.As(err, &ke) || ke.Len != 5 {
+		t.Errorf("a 5-byte key: %v, want a *KeyError", err)
+	}
+	checkClean(t, r)
+}

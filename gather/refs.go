@@ -95,8 +95,10 @@ func newID() (string, error) {
 	return u.String(), nil
 }
 
-// stagedAt is when id was made, zero when id is not a UUIDv7.
+// stagedAt is when id was made (its UUIDv7, before an authenticator), zero when id is
+// not a UUIDv7.
 func stagedAt(id string) time.Time {
+	id, _, _ = strings.Cut(id, ".")
 	u, err := uuid.Parse(id)
 	if err != nil || u.Version() != 7 {
 		return time.Time{}

@@ -61,6 +61,19 @@ type Runner struct {
 	// LeaseTimeout is how long a lease may stay unchanged before a waiter takes it
 	// over; 0 means DefaultLeaseTimeout.
 	LeaseTimeout time.Duration
+	// Key, when set (at least MinKeyLen bytes), binds the gatherer to the jobs it
+	// serves: the jobs of one pipeline share it (a CI secret). A staged ref's name
+	// carries an authenticator of the branch, its id and its commit made with Key,
+	// and a gatherer lands only the staged commits whose authenticator verifies and
+	// whose id's time is within MaxAge. Without a key, a gatherer lands whatever is
+	// staged: it trusts everyone who may push refs/refretry/* to the remote.
+	Key []byte
+	// MaxAge is how old a staged commit may be and still land, with a Key; 0 means
+	// DefaultMaxAge.
+	MaxAge time.Duration
+	// Accept are staged ids a gather lands although they do not verify: a human's
+	// decision, for `refretry gather land`.
+	Accept []string
 	// Settings supplies the budget (its policy's Timeout bounds the whole run; the
 	// staging push is retried on its schedule). nil means retry.DefaultPolicy.
 	Settings func() (transaction.Settings, error)
@@ -80,6 +93,9 @@ type Result struct {
 	Gathered int    // commits this job's own gathers landed, its own included
 	Waves    int    // gathers this job ran that landed something
 	Pushes   int    // pushes this job made (staging, leases, gathers)
+	// Refused are the staged ids its gathers saw and did not land because they did
+	// not verify against the Key (they stay staged), in the order it saw them.
+	Refused []string
 }
 
 // ConflictError is a job whose staged commit does not replay onto the branch: a
@@ -112,6 +128,16 @@ func (e *NotLandedError) Error() string {
 		e.Ref, replay.Short(e.Commit), e.Elapsed.Round(time.Millisecond), e.Reason)
 }
 
+// MovedError is a job whose staged ref someone else moved to another commit (Now):
+// the job's commit did not land through it, and a gather with a Key never lands what
+// the ref holds now.
+type MovedError struct{ Ref, Commit, Now string }
+
+func (e *MovedError) Error() string {
+	return fmt.Sprintf("%s was moved from this job's %s to %s by someone else: %s did not land, and the ref stays for a human to look at",
+		e.Ref, replay.Short(e.Commit), replay.Short(e.Now), replay.Short(e.Commit))
+}
+
 // DiscardedError is a staged commit that `refretry gather discard` removed.
 type DiscardedError struct{ Ref, Commit string }
 
@@ -122,25 +148,26 @@ func (e *DiscardedError) Error() string {
 // run is one Run's state.
 type run struct {
 	*Runner
-	n        names
-	repo     replay.Repo
-	http     httpconf.Settings
-	env      []string
-	policy   retry.Policy
-	start    time.Time
-	res      Result
-	lastPush gitexec.Captured
-	errOut   io.Writer // the run's stderr (nil: discarded)
-	perWave  int       // staged commits a gather takes (halved when a remote refuses as many)
-	shallow  bool      // the repository is a shallow clone
-	boundary []string  // its shallow boundary commits
-	err      error
+	n         names
+	repo      replay.Repo
+	http      httpconf.Settings
+	env       []string
+	policy    retry.Policy
+	start     time.Time
+	res       Result
+	lastPush  gitexec.Captured
+	errOut    io.Writer       // the run's stderr (nil: discarded)
+	perWave   int             // staged commits a gather takes (halved when a remote refuses as many)
+	shallow   bool            // the repository is a shallow clone
+	boundary  []string        // its shallow boundary commits
+	untrusted map[string]bool // staged ids that did not verify, each named once
+	err       error
 }
 
 // Run stages the job's commit and waits until it is on the branch, gathering when
 // elected. git's output reaches stderr (nil discards it) only when a push fails for
-// good. It returns a *ConflictError, *NotLandedError or *DiscardedError when the
-// commit did not land, a *failure.Error (or a retry error wrapping one) when it could
+// good. It returns a *ConflictError, *NotLandedError, *DiscardedError or *MovedError
+// when the commit did not land, a *failure.Error (or a retry error wrapping one) when it could
 // not be staged, and other errors for what went wrong on the way.
 func (r *Runner) Run(ctx context.Context, stderr io.Writer) (Result, error) {
 	u := r.newRun(ctx, stderr)
@@ -164,7 +191,11 @@ func (r *Runner) Run(ctx context.Context, stderr io.Writer) (Result, error) {
 // newRun is a run's state for r, writing to stderr; its err says why it cannot run
 // (the policy, an old git).
 func (r *Runner) newRun(ctx context.Context, stderr io.Writer) *run {
-	u := &run{Runner: r, n: newNames(r.Branch), start: time.Now(), perWave: r.maxPerWave(), errOut: stderr}
+	u := &run{Runner: r, n: newNames(r.Branch), start: time.Now(), perWave: r.maxPerWave(), errOut: stderr, untrusted: map[string]bool{}}
+	if r.Key != nil && len(r.Key) < MinKeyLen {
+		u.err = &KeyError{Len: len(r.Key)}
+		return u
+	}
 	u.repo = replay.Repo{Git: r.git(), Dirs: r.Dirs, Env: r.Env}
 	u.http = httpconf.Look(ctx, r.git(), r.Dirs, r.Env, r.Remote, httpconf.Floor{})
 	u.env = u.http.Env(r.Env)
@@ -231,6 +262,13 @@ func (r *Runner) maxPerWave() int {
 		return r.MaxPerWave
 	}
 	return DefaultMaxPerWave
+}
+
+func (r *Runner) maxAge() time.Duration {
+	if r.MaxAge > 0 {
+		return r.MaxAge
+	}
+	return DefaultMaxAge
 }
 
 func (r *Runner) leaseTimeout() time.Duration {
@@ -328,6 +366,7 @@ func (u *run) stage(ctx context.Context, commit string) error {
 	if err != nil {
 		return err
 	}
+	id = signedID(u.Key, u.n.branch, id, commit)
 	ref := u.n.staged(id)
 	var out, errOut bytes.Buffer
 	p := &push.Runner{
@@ -367,6 +406,7 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 	id, mine := u.res.ID, u.res.Staged
 	var (
 		leaseSeen  string    // the lease value last seen
+		moved      string    // another commit the last look saw at the job's staged ref
 		leaseSince time.Time // since when it has been seen unchanged (or free)
 		lastErr    error
 		delay      = min(max(staging/4, pollMin), pollFirstMax)
@@ -380,9 +420,18 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 			delay = pollErr
 			continue
 		}
-		if _, ok := st.staged[id]; !ok {
+		if c, ok := st.staged[id]; !ok {
 			return u.outcome(ctx, st)
+		} else if c != mine {
+			// Moved by someone else, once two looks in a row agree (a look taken while
+			// the remote updates its refs has shown a null id).
+			if c == moved && !nullID(c) {
+				return &MovedError{Ref: u.n.staged(id), Commit: mine, Now: c}
+			}
+			moved, delay = c, pollMin
+			continue
 		}
+		moved = ""
 		if st.lease != leaseSeen || leaseSince.IsZero() {
 			leaseSeen, leaseSince = st.lease, time.Now()
 		}
@@ -569,6 +618,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// nullID reports whether oid is git's null object id (all zeros), never a commit.
+func nullID(oid string) bool { return strings.Trim(oid, "0") == "" }
 
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

@@ -26,7 +26,7 @@ func (u *run) gatherAll(ctx context.Context, st state, held string) (state, erro
 			u.takeLease(context.WithoutCancel(ctx), held, "")
 			return st, nil
 		}
-		next, err := u.gather(ctx, ids, held)
+		next, err := u.gather(ctx, ids, st.staged, held)
 		if err != nil {
 			return st, err
 		}
@@ -51,12 +51,21 @@ func (u *run) gatherAll(ctx context.Context, st state, held string) (state, erro
 // replays them onto the branch and pushes the branch, the staged refs' deletions (and
 // conflicts' moves) and the lease's new value (the new tip, so that waiters see it
 // move) in one atomic push. A failed push changes nothing: the caller looks again.
-// It returns the lease's value if the push went through.
-func (u *run) gather(ctx context.Context, ids []string, value string) (string, error) {
+// It returns the lease's value if the push went through. seen are the staged
+// commits as the look that chose ids saw them (and verified them, with a Key): a
+// staged ref that holds another commit when fetched was moved since, and the wave
+// is left for the next look; the push's leases hold each staged ref at what was seen.
+func (u *run) gather(ctx context.Context, ids []string, seen map[string]string, value string) (string, error) {
 	w := &wave{ids: ids}
 	if err := u.fetchWave(ctx, w); err != nil {
 		u.notify("fetching %d staged commits: %v", len(ids), err)
 		return value, nil
+	}
+	for i, id := range ids {
+		if w.commits[i] != seen[id] {
+			u.notify("%s moved from %s to %s while it was fetched; looking again", u.n.staged(id), replay.Short(seen[id]), replay.Short(w.commits[i]))
+			return value, nil
+		}
 	}
 	if err := u.replayWave(ctx, w); err != nil {
 		u.notify("replaying %d staged commits: %v", len(ids), err)
@@ -88,9 +97,10 @@ type wave struct {
 	conflicts []string // ids that could not be replayed, left to their jobs
 }
 
-// pick takes the oldest staged commits, at most perWave, noting those staged long ago.
+// pick takes the oldest staged commits that may land, at most perWave, noting those
+// staged long ago.
 func (u *run) pick(st state) []string {
-	ids := st.order()
+	ids := u.landable(st)
 	if len(ids) > u.perWave {
 		ids = ids[:u.perWave]
 	}
@@ -214,4 +224,37 @@ func (u *run) refused(w *wave, perr *failure.Error) error {
 		return nil
 	}
 	return fmt.Errorf("the remote refused the gather: %w", perr)
+}
+
+// landable are the staged ids a gather of this run may land, oldest first: all of
+// them without a Key; with one, those that verify (see verify) and those Accept
+// names. Each one that does not is named once in the run's notes, and stays staged:
+// a gatherer neither lands nor deletes what it cannot trust.
+func (u *run) landable(st state) []string {
+	ids := st.order()
+	if u.Key == nil {
+		return ids
+	}
+	now := time.Now()
+	ok := ids[:0]
+	for _, id := range ids {
+		if nullID(st.staged[id]) {
+			continue // a look taken while the remote updated its refs: the next one tells
+		}
+		if slices.Contains(u.Accept, id) {
+			ok = append(ok, id)
+			continue
+		}
+		why := verify(u.Key, u.n.branch, id, st.staged[id], now, u.maxAge())
+		if why == "" {
+			ok = append(ok, id)
+			continue
+		}
+		if !u.untrusted[id] {
+			u.untrusted[id] = true
+			u.res.Refused = append(u.res.Refused, id)
+			u.notify("%s (%s) is not landed and stays staged: %s", u.n.staged(id), replay.Short(st.staged[id]), why)
+		}
+	}
+	return ok
 }

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,10 +55,17 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	if err != nil {
 		return err
 	}
+	key, err := gatherKey(in, "--gather-key-file", c.GatherKeyFile)
+	if err != nil {
+		return err
+	}
 	g := &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: remote, Branch: branch, Source: src,
 		PushOptions: opts, MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Settings: in.settings,
-		Note: lg.Note, OnAttempt: lg.Attempt,
+		Key: key, MaxAge: c.GatherMaxAge, Note: lg.Note, OnAttempt: lg.Attempt,
+	}
+	if key == nil {
+		lg.Note("gather", unauthenticated)
 	}
 	_, err = g.Run(in.ctx, lg.Stderr())
 	var conflict *gather.ConflictError
@@ -94,10 +103,44 @@ type GatherCmd struct {
 	Discard GatherDiscardCmd `cmd:"" help:"Remove staged commits by id; a job still waiting for one fails instead of waiting on."`
 }
 
-// gatherTarget is the remote and branch every gather command takes.
+// gatherTarget is the remote and branch every gather command takes, and the key
+// that tells which staged commits the pipeline's jobs made.
 type gatherTarget struct {
-	Remote string `arg:"" help:"The remote: a name or a URL."`
-	Branch string `arg:"" help:"The branch the commits are staged for."`
+	Remote  string        `arg:"" help:"The remote: a name or a URL."`
+	Branch  string        `arg:"" help:"The branch the commits are staged for."`
+	KeyFile string        `name:"key-file" help:"Read the gather key from this file instead of REFRETRY_GATHER_KEY." placeholder:"FILE"`
+	MaxAge  time.Duration `name:"max-age" help:"With a gather key: how old a staged commit may be and still land." default:"168h" placeholder:"DURATION"`
+}
+
+// unauthenticated is the note of a gather without a key.
+const unauthenticated = "no gather key (REFRETRY_GATHER_KEY): this gather lands whatever anyone who may push " +
+	"refs/refretry/* to the remote staged (docs/security.md)"
+
+// gatherKey is the gather key: REFRETRY_GATHER_KEY, or the content of file (given as
+// option; its trailing newline dropped); nil when neither is set. A key given both
+// ways, a file that cannot be read or a key too short is a usage error.
+func gatherKey(in *invocation, option, file string) ([]byte, error) {
+	env := in.getenv("REFRETRY_GATHER_KEY")
+	var key []byte
+	from := "REFRETRY_GATHER_KEY"
+	switch {
+	case file != "" && env != "":
+		return nil, &usageError{msg: "the gather key is set twice, in REFRETRY_GATHER_KEY and with " + option + "; set it once"}
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, &usageError{msg: option + ": " + err.Error()}
+		}
+		key, from = bytes.TrimRight(b, "\r\n"), option+" "+file
+	case env != "":
+		key = []byte(env)
+	default:
+		return nil, nil
+	}
+	if len(key) < gather.MinKeyLen {
+		return nil, &usageError{msg: from + ": " + (&gather.KeyError{Len: len(key)}).Error()}
+	}
+	return key, nil
 }
 
 // runner is the gather.Runner for the target, once refretry's options check out (a bad
@@ -106,10 +149,17 @@ func (t gatherTarget) runner(in *invocation) (*gather.Runner, error) {
 	if err := in.check(); err != nil {
 		return nil, err
 	}
+	key, err := gatherKey(in, "--key-file", t.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if t.MaxAge <= 0 {
+		return nil, &usageError{msg: fmt.Sprintf("gather: --max-age needs a positive duration (24h, 30m), not %v", t.MaxAge)}
+	}
 	return &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: t.Remote, Branch: t.Branch,
-		Settings: in.settings,
-		Note:     func(_, msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
+		Settings: in.settings, Key: key, MaxAge: t.MaxAge,
+		Note: func(_, msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
 	}, nil
 }
 
@@ -139,11 +189,22 @@ func (c *GatherListCmd) Run(in *invocation) error {
 	if l.Lease != "" {
 		fmt.Fprintf(w, "(a gather holds the lease: %s)\n", l.Lease)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, e := range l.Entries {
+		if e.Problem != "" {
+			fmt.Fprintf(in.s.Stderr, "refretry: %s does not land: %s\n", e.ID, e.Problem)
+		}
+	}
+	return nil
 }
 
 // GatherLandCmd is `refretry gather land <remote> <branch>`.
-type GatherLandCmd struct{ gatherTarget }
+type GatherLandCmd struct {
+	gatherTarget
+	Accept []string `name:"accept" help:"Land this staged id although it does not verify against the gather key (a human's decision; repeatable)." placeholder:"ID"`
+}
 
 // Run gathers until nothing is staged.
 func (c *GatherLandCmd) Run(in *invocation) error {
@@ -152,8 +213,16 @@ func (c *GatherLandCmd) Run(in *invocation) error {
 	if err != nil {
 		return err
 	}
+	r.Accept = c.Accept
+	if r.Key == nil {
+		r.Note("gather", unauthenticated)
+	}
 	res, err := r.Land(in.ctx, in.s.Stderr)
 	fmt.Fprintf(in.s.Stderr, "refretry: landed %d staged commits in %d gathers\n", res.Gathered, res.Waves)
+	if len(res.Refused) > 0 {
+		fmt.Fprintf(in.s.Stderr, "refretry: %d staged commits did not verify and stay staged: "+
+			"discard them (gather discard) or land them with --accept <id>\n", len(res.Refused))
+	}
 	if err != nil && in.ctx.Err() != nil {
 		return errors.New("stopped by a signal; what is still staged stays staged for the next gather")
 	}

@@ -119,8 +119,8 @@ func describe(f *kong.Flag, o option) {
 const usage = `Usage: refretry [options] <git update-ref arguments>
        refretry [options] update-ref <git update-ref arguments>
        refretry [options] push [--no-atomic] [--rebase] [--regenerate COMMAND] <git push arguments>
-       refretry [options] push --gather [--gather-max N] <remote> [<src>:]<branch>
-       refretry [options] gather list|land|discard <remote> <branch> [<id>...]
+       refretry [options] push --gather [--gather-max N] [--gather-key-file FILE] <remote> [<src>:]<branch>
+       refretry [options] gather list|land|discard [--key-file FILE] <remote> <branch> [<id>...]
        refretry [options] fetch <git fetch arguments>
        refretry version
        refretry shim install|uninstall [--dir DIR]

@@ -23,6 +23,9 @@ type PushCmd struct {
 	Gather      bool          `help:"Land the commit on the branch with the other jobs pushing to it: stage it in a ref of its own, and let one job replay everyone's onto the branch in one push (docs/push.md). Takes <remote> [<src>:]<branch>; with --rebase or --regenerate, a commit that conflicts falls back to them."`
 	GatherMax   int           `help:"Staged commits one gather takes at most (forges cap the refs one push updates)." default:"64" placeholder:"N"`
 	GatherLease time.Duration `help:"How long a gather lease may stay unchanged before a waiting job takes it over (its holder is taken to be gone)." default:"30s" placeholder:"DURATION"`
+	// The gather key itself comes from REFRETRY_GATHER_KEY or a file: never the command line, which /proc shows.
+	GatherKeyFile string        `help:"Read the gather key (the secret the pipeline's jobs share, docs/security.md) from this file instead of REFRETRY_GATHER_KEY." placeholder:"FILE"`
+	GatherMaxAge  time.Duration `help:"With a gather key: how old a staged commit may be and still land (older ones stay staged, named in a note)." default:"168h" placeholder:"DURATION"`
 
 	// Args are git push's arguments, verbatim; Run fills them in, kong never sees them.
 	Args []string `kong:"-"`
@@ -48,11 +51,17 @@ func (c *PushCmd) takeOptions(args []string) ([]string, error) {
 	rest := make([]string, 0, len(args))
 	v := reflect.ValueOf(c).Elem()
 	// Kong never sees these options: their defaults are set here, from the same tags.
-	if f, ok := reflect.TypeFor[PushCmd]().FieldByName("GatherMax"); ok && c.GatherMax == 0 {
-		c.GatherMax, _ = strconv.Atoi(f.Tag.Get("default"))
-	}
-	if f, ok := reflect.TypeFor[PushCmd]().FieldByName("GatherLease"); ok && c.GatherLease == 0 {
-		c.GatherLease, _ = time.ParseDuration(f.Tag.Get("default"))
+	for i := range v.NumField() {
+		f, def := v.Field(i), v.Type().Field(i).Tag.Get("default")
+		switch {
+		case def == "" || !f.IsZero():
+		case f.Type() == reflect.TypeFor[time.Duration]():
+			d, _ := time.ParseDuration(def)
+			f.SetInt(int64(d))
+		case f.Kind() == reflect.Int:
+			n, _ := strconv.Atoi(def)
+			f.SetInt(int64(n))
+		}
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -369,6 +369,18 @@ func TestGitLabComponentRun(t *testing.T) {
 		}
 	})
 
+	t.Run("gather without a key", func(t *testing.T) {
+		t.Parallel()
+		r, env := glEnv(t)
+		out, err := glRun(t, c, map[string]string{"gather": "results"}, env, r.Dir)
+		if want := "refretry: gather needs a gather key: set the masked CI/CD variable REFRETRY_GATHER_KEY"; err == nil || !strings.Contains(out, want) {
+			t.Errorf("job: %v\n%s\nwant it to fail with %q", err, out, want)
+		}
+		if left := r.Run("ls-remote", "origin", "refs/refretry/*"); left != "" {
+			t.Errorf("staged without a key: %s", left)
+		}
+	})
+
 	t.Run("bad install-shim", func(t *testing.T) {
 		t.Parallel()
 		r, env := glEnv(t)
