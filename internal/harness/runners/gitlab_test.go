@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -157,6 +158,40 @@ func TestGitLabGather(t *testing.T) {
 	// Nothing of refretry's was committed by git add -A.
 	if files := w.run(t, w.remote, "ls-tree", "-r", "--name-only", "results"); strings.Contains(files, ".refretry") {
 		t.Errorf("results holds refretry's files:\n%s", files)
+	}
+	w.checkNoLeftovers(t)
+}
+
+// TestGitLabOverrides runs jobs of the component's name with a before_script or a
+// script of their own (testdata/gitlab/overrides.gitlab-ci.yml): a job's own
+// before_script does not lose the install; a job's own script that drops the gather
+// input fails with the sentence that says why; a job's own script with install-shim
+// alone runs its git update-ref through the shim.
+func TestGitLabOverrides(t *testing.T) {
+	need(t)
+	w := newWorld(t, "files")
+	out, _ := w.runGitLab(t, "overrides.gitlab-ci.yml", "RUNNERS_RELEASES_URL="+w.serveRelease(t))
+	passed := func(job string) bool {
+		return regexp.MustCompile(`(?m)^ PASS  ` + regexp.QuoteMeta(job) + ` *$`).MatchString(out)
+	}
+	if !passed("own-before") {
+		t.Errorf("own-before did not pass")
+	}
+	if got := w.run(t, w.remote, "for-each-ref", "--format=%(refname)", "refs/runners/"); got != "refs/runners/own-before" {
+		t.Errorf("the remote's refs/runners/: %q, want own-before's push", got)
+	}
+	const why = "refretry: the inputs args, stdin, push, gather and run-script did not run: this job's own script replaced the component's; give your commands as the input run-script (a script in the project), or drop those inputs"
+	if !strings.Contains(out, "> "+why) || passed("own-script") {
+		t.Errorf("own-script did not fail saying %q", why)
+	}
+	if got := w.run(t, w.remote, "rev-parse", "results"); got != w.base {
+		t.Errorf("results moved to %s", got)
+	}
+	if !passed("shim-only") || !regexp.MustCompile(`(?m)^shim-only +> /\S+/refretry-[0-9]+/shim/git$`).MatchString(out) {
+		t.Errorf("shim-only did not run its git update-ref through the shim")
+	}
+	if t.Failed() {
+		t.Logf("gitlab-ci-local:\n%s", tail(out, 20000))
 	}
 	w.checkNoLeftovers(t)
 }
