@@ -212,7 +212,8 @@ func TestActGather(t *testing.T) {
 }
 
 // TestActExamples runs the GitHub examples as a user would copy them, unchanged, with
-// act (files backend): gather.yml (8 jobs landing on results) and matrix.yml (8 jobs
+// act (files backend): gather.yml (8 jobs landing on results, then the same 8 again,
+// as a re-run, which lands nothing twice) and matrix.yml (8 jobs
 // pushing a result ref each, then collect). actions/checkout is the test's stand-in
 // (testdata/checkout); fan-in.yml is not run: actions/upload-artifact and
 // download-artifact cannot be had offline, and no action but checkout is stubbed.
@@ -237,6 +238,11 @@ func TestActExamples(t *testing.T) {
 		if reported != 8 {
 			t.Errorf("%d jobs reported \"gather result success\", want 8", reported)
 		}
+		w.checkLanded(t, want)
+		// Run again, as a re-run of the jobs: every result is there already, and every
+		// job succeeds without landing it twice.
+		again := w.runAct(t, filepath.Join(examples, "gather.yml"), t.TempDir())
+		again.checkJobs(t, "bench", 8)
 		w.checkLanded(t, want)
 	})
 
