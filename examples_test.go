@@ -84,6 +84,27 @@ func TestExampleMatrix(t *testing.T) {
 	if !strings.HasSuffix(res.stdout, fmt.Sprintf("%d results for run 42\n", jobs)) {
 		t.Errorf("collect output:\n%s", res.stdout)
 	}
+	// A retried job: with the same report it succeeds (the same commit, already there);
+	// with another report it fails, and the first attempt's result stays.
+	for _, tt := range []struct {
+		report string
+		ok     bool
+	}{{"job 0 passed\n", true}, {"job 0 failed\n", false}} {
+		dir := filepath.Join(t.TempDir(), "retry")
+		r.Run("clone", "-q", remote, dir)
+		if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(tt.report), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Later than the first attempt, as a retry is.
+		jobEnv := append(slices.Clone(env), "RESULTS_REMOTE=origin", "RUN_ID=42", "JOB_ID=job-0",
+			"GIT_AUTHOR_DATE=1800000000 +0000", "GIT_COMMITTER_DATE=1800000000 +0000")
+		if res := example(t, dir, jobEnv, "push-matrix.sh", "report.txt"); (res.code == 0) != tt.ok {
+			t.Errorf("job 0 retried with %q: %+v", tt.report, res)
+		}
+	}
+	if out := r.Run("--git-dir", remote, "show", "refs/ci/42/job-0:report.txt"); out != "job 0 passed" {
+		t.Errorf("job 0's result after the retries: %q", out)
+	}
 	// A missing job fails the collection.
 	cenv = append(slices.Clone(cenv), fmt.Sprintf("EXPECTED=%d", jobs+1))
 	if res := example(t, collector, cenv, "collect-results.sh"); res.code == 0 || !strings.Contains(res.stderr, "expected 13 results, found 12") {

@@ -27,14 +27,19 @@ refretry=${REFRETRY:-refretry}
 ref="refs/ci/${RUN_ID}/${JOB_ID}"
 
 # The result is a commit of its own: the report file alone, with the tested commit as parent.
+# It is dated as the tested commit, so that a retried job (CI's "retry" button) with the
+# same report makes the very same commit.
 blob=$(git hash-object -w -- "$report")
 tree=$(printf '100644 blob %s\t%s\n' "$blob" "$(basename -- "$report")" | git mktree)
-commit=$(git commit-tree -p HEAD -m "CI result: run ${RUN_ID}, job ${JOB_ID}" "$tree")
+date=$(git log -1 --format=%cI HEAD)
+commit=$(GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date git commit-tree -p HEAD -m "CI result: run ${RUN_ID}, job ${JOB_ID}" "$tree")
 
 if [ -z "${APPEND_BRANCH:-}" ]; then
 	# One ref per job: only the server's lock and the network can get in the way, and
-	# refretry retries exactly those. A second run of the same job (same ref, another
-	# commit) is a real conflict and fails at once with git's message.
+	# refretry retries exactly those. A retried job whose earlier attempt pushed the same
+	# report finds the ref already there and succeeds; one whose report changed between
+	# attempts is a real conflict: it fails at once with git's message, and the earlier
+	# attempt's result stays (delete the ref to record the new one).
 	exec "$refretry" push "$RESULTS_REMOTE" "${commit}:${ref}"
 fi
 

@@ -137,10 +137,10 @@ func TestGitLabComponent(t *testing.T) {
 	t.Parallel()
 	c := loadComponent(t)
 	want := slices.Sorted(maps.Keys(actionInputs(t)))
-	want = append(want, "image", "job-name", "stage")
+	want = append(want, "image", "job-name", "stage", "run-script")
 	slices.Sort(want)
 	if got := slices.Sorted(maps.Keys(c.inputs)); !slices.Equal(got, want) {
-		t.Errorf("inputs %q, want the Action's and image, job-name, stage: %q", got, want)
+		t.Errorf("inputs %q, want the Action's and image, job-name, stage, run-script: %q", got, want)
 	}
 	used := map[string]bool{}
 	for _, m := range glInputRef.FindAllStringSubmatch(c.body, -1) {
@@ -190,7 +190,7 @@ func TestGitLabComponent(t *testing.T) {
 }
 
 // goCacheDir is where the component keeps Go's build cache, in the project directory.
-const goCacheDir = ".refretry-go-build"
+const goCacheDir = ".refretry/go-build"
 
 // embeddedInstall is the text of the install script the job's before_script runs.
 func embeddedInstall(t *testing.T, job glJob) string {
@@ -331,9 +331,9 @@ func TestGitLabComponentRun(t *testing.T) {
 			t.Errorf("later commands ran git from %q, not the shim", b)
 		}
 		// update-ref, push, and the shim's update-ref: three operations in the log.
-		log, _ := os.ReadFile(filepath.Join(r.Dir, "refretry-log.jsonl"))
+		log, _ := os.ReadFile(filepath.Join(r.Dir, ".refretry", "log.jsonl"))
 		if ops := strings.Count(string(log), `"msg":"summary"`); ops != 3 {
-			t.Errorf("refretry-log.jsonl has %d operation records:\n%s", ops, log)
+			t.Errorf(".refretry/log.jsonl has %d operation records:\n%s", ops, log)
 		}
 	})
 

@@ -218,6 +218,9 @@ func linkGoCache(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(strings.TrimSpace(string(out)), path); err != nil {
 		t.Fatal(err)
 	}
