@@ -77,7 +77,7 @@ func (w *world) runAct(t *testing.T, workflow string, reports string) actRun {
 		"--local-repository", "actions/checkout@v4="+standIn,
 		"--env", "RUNNERS_CHECKOUT_URL="+w.url,
 		"--env", "RUNNERS_REPORT_DIR="+reports,
-		"-s", "REFRETRY_GATHER_KEY=runners-test-key")
+		"-s", "REFRETRY_GATHER_KEY="+gatherKey)
 	run := actRun{err: err, stdout: string(out)}
 	if d := os.Getenv("RUNNERS_DEBUG"); d != "" {
 		_ = os.WriteFile(filepath.Join(d, filepath.Base(workflow)+".json"), out, 0o644)

@@ -108,6 +108,8 @@ func (w *world) runGitLab(t *testing.T, pipeline string, vars ...string) (string
 	// The pipelines give the component an empty image: see testdata/gitlab.
 	args := []string{"--force-shell-executor", "--shell-isolation", "--no-color",
 		"--ignore-schema-paths", "#/definitions/image/oneOf/0/minLength"}
+	// The gather key the component takes from the CI/CD variable of that name.
+	vars = append(vars, "REFRETRY_GATHER_KEY="+gatherKey)
 	for _, v := range vars {
 		args = append(args, "--variable", v)
 	}

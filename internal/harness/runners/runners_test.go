@@ -43,6 +43,10 @@ func moduleRoot(t *testing.T) string {
 	return root
 }
 
+// gatherKey is the secret the workflows and pipelines give their gathers (the
+// Action's gather-key input, the component's REFRETRY_GATHER_KEY variable).
+const gatherKey = "0f5b2c7e9a1d4e6b8c3f0a2d5e7b9c1f4a6d8e0b2c4f6a8d"
+
 // goEnv is the value of a `go env` variable of this machine.
 func goEnv(t *testing.T, name string) string {
 	t.Helper()
