@@ -29,6 +29,8 @@ type coalesceRun struct {
 	env  []string // added to the repository's environment
 	res  result
 	cmd  *exec.Cmd
+	// started and ended are when its process started and when it was seen to end.
+	started, ended time.Time
 }
 
 // rendezvous is where the repository's invocations meet.
@@ -65,6 +67,7 @@ func startCoalescing(t *testing.T, r *testutil.Repo, runs []*coalesceRun) (wait 
 		c.cmd.Env = append(c.cmd.Env, c.env...)
 		var out, errOut bytes.Buffer
 		c.cmd.Stdout, c.cmd.Stderr = &out, &errOut
+		c.started = time.Now()
 		if err := c.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -72,6 +75,7 @@ func startCoalescing(t *testing.T, r *testutil.Repo, runs []*coalesceRun) (wait 
 		go func() {
 			defer done.Done()
 			err := c.cmd.Wait()
+			c.ended = time.Now()
 			c.res = result{out.String(), errOut.String(), childExit(err)}
 		}()
 	}

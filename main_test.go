@@ -41,6 +41,10 @@ func TestMain(m *testing.M) {
 	if name := filepath.Base(os.Args[0]); name == "refretry" || shim.Invoked(name) {
 		main()
 	}
+	// Another user's process in TestCoalesceForeignUser.
+	if os.Getenv(foreignNameEnv) != "" {
+		os.Exit(foreignHelper())
+	}
 	os.Exit(runTests(m))
 }
 

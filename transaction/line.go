@@ -29,6 +29,13 @@ import (
 // without the line, exactly as it would have without it. queued reports whether
 // anyone was ahead.
 // onWait is called before the wait, only when there is one.
+//
+// Anyone who can open dir can take its flock, another user too: a line whose holder
+// is not of this user (platform.LockHeldByOtherUser) is no line of this user's
+// processes, and the caller goes ahead at once, as without it. That is checked when
+// the line is found taken and every lineCheck of waiting, so a process of another
+// user that takes the line delays an attempt by at most lineCheck
+// (docs/security.md).
 func waitInLine(ctx context.Context, dir string, patience func(waited time.Duration) time.Duration, onWait func()) (leave func(), queued bool) {
 	nop := func() {}
 	f, err := openDir(dir)
@@ -41,11 +48,17 @@ func waitInLine(ctx context.Context, dir string, patience func(waited time.Durat
 		f.Close() // no line here (or on this system): go ahead as without one
 		return nop, false
 	}
+	if platform.LockHeldByOtherUser(f) {
+		f.Close()
+		return nop, true
+	}
 	onWait()
 	w := startLineWait(f)
 	started := time.Now()
 	t := time.NewTimer(patience(0))
 	defer t.Stop()
+	check := time.NewTicker(lineCheck)
+	defer check.Stop()
 	for {
 		select {
 		case err := <-w.done:
@@ -54,6 +67,10 @@ func waitInLine(ctx context.Context, dir string, patience func(waited time.Durat
 			}
 			return func() { f.Close() }, true
 		case <-ctx.Done():
+		case <-check.C:
+			if !platform.LockHeldByOtherUser(f) {
+				continue
+			}
 		case <-t.C:
 			if rest := patience(time.Since(started)); rest > 0 {
 				t.Reset(rest)
@@ -67,6 +84,9 @@ func waitInLine(ctx context.Context, dir string, patience func(waited time.Durat
 	}
 	return nop, true
 }
+
+// lineCheck is how often a wait in line looks at who holds it.
+const lineCheck = time.Second
 
 // openDir opens dir for its lock. (Not with os.Open, which would also set up the
 // runtime's poller for it, a cost the common path does not need.)

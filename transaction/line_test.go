@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -156,5 +157,60 @@ func TestLineReleasedOnDeath(t *testing.T) {
 	leave()
 	if busy() {
 		t.Error("the line is still taken after its holder was killed and the next one left")
+	}
+}
+
+// TestLineForeignHolder: a line whose flock another user holds (flock(1) as uid
+// 65534 on a 0755 directory) is not waited for: the caller goes ahead at once,
+// without it, whatever its patience.
+func TestLineForeignHolder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it holds the line as uid 65534")
+	}
+	t.Parallel()
+	flock, err := exec.LookPath("flock")
+	if err != nil {
+		t.Skip("no flock(1)")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} { // the other user must reach it
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder := exec.Command(flock, dir, "sleep", "300")
+	holder.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { holder.Process.Kill(); holder.Wait() }()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for deadline := time.Now().Add(time.Minute); platform.Lock(f, false) == nil; {
+		platform.Unlock(f) // taken before the holder: let it have it
+		if time.Now().After(deadline) {
+			t.Fatal("the other user's flock(1) never took the line")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	got := make(chan bool, 1)
+	go func() {
+		leave, queued := waitInLine(context.Background(), dir, func(time.Duration) time.Duration { return time.Hour }, nop)
+		leave()
+		got <- queued
+	}()
+	select {
+	case queued := <-got:
+		if !queued {
+			t.Error("the line taken by another user was reported free")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("waited in a line another user holds")
+	}
+	if err := platform.Lock(f, false); !errors.Is(err, platform.ErrBusy) {
+		t.Errorf("the other user's lock: %v; want it still held (the caller went ahead without it)", err)
 	}
 }

@@ -64,6 +64,14 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 			lg.Finish(0, nil, refs)
 			return err
 		}
+		if out.Unknown {
+			// Neither applied nor safe to run again (docs/coalescing.md, "Crash safety").
+			err := &group.UnknownError{Ref: args.Ref()}
+			res = transaction.Result{Updates: 1, Refs: []string{args.Ref()}}
+			lg.Attempt(retry.Attempt{Number: 1, Duration: time.Since(start), Err: err, Final: true})
+			lg.Finish(report.ExitFatal, err, refs)
+			return exitError(report.ExitFatal)
+		}
 		defer out.Lease.Release()
 	}
 	res, err := r.Run(in.ctx, args, stdin, in.s.Stdout, stderr)

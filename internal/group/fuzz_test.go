@@ -37,12 +37,18 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzDecodeRequest: a leader reads any bytes without panicking, and what it
-// accepts encodes back to the same bytes.
+// FuzzDecodeRequest: a leader reads any bytes without panicking; what it accepts
+// encodes back to the same bytes, and its command is the one update of the declared
+// ref that Parse and Update.command make from the command line a member would have
+// had: nothing else reaches a leader's git.
 func FuzzDecodeRequest(f *testing.F) {
-	f.Add(encodeRequest(request{key: "k", env: "e", ref: "refs/heads/x", cmd: "update refs/heads/x\x00a\x00\x00"}))
+	a := strings.Repeat("a", 40)
+	f.Add(encodeRequest(request{key: "k", env: "e", ref: "refs/heads/x", cmd: "update refs/heads/x\x00" + a + "\x00\x00"}))
+	f.Add(encodeRequest(request{key: "k", env: "e", ref: "refs/heads/x", cmd: "delete refs/heads/x\x00" + a + "\x00"}))
+	f.Add(encodeRequest(request{key: "k", env: "e", ref: "refs/heads/x", cmd: "delete refs/heads/y\x00\x00"}))
 	f.Add([]byte("Q\x00\x00---\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, msg []byte) {
+		decodeBaton(msg)
 		req, ok := decodeRequest(msg)
 		if !ok {
 			return
@@ -50,6 +56,25 @@ func FuzzDecodeRequest(f *testing.F) {
 		if back := encodeRequest(req); !bytes.Equal(back, msg) {
 			t.Fatalf("%q decoded to %+v, which encodes to %q", msg, req, back)
 		}
-		decodeBaton(msg)
+		f := strings.Split(req.cmd, "\x00")
+		var args []string
+		switch {
+		case strings.HasPrefix(req.cmd, "update ") && len(f) == 4:
+			args = []string{req.ref, f[1]}
+			if f[2] != "" {
+				args = append(args, f[2])
+			}
+		case strings.HasPrefix(req.cmd, "delete ") && len(f) == 3:
+			args = []string{"-d", req.ref}
+			if f[1] != "" {
+				args = append(args, f[1])
+			}
+		default:
+			t.Fatalf("%q: accepted command %q is no single update", msg, req.cmd)
+		}
+		u, _, ok := Parse(args)
+		if !ok || u.Ref != req.ref || u.command() != req.cmd {
+			t.Fatalf("%q: accepted command %q for %s; the command line %q makes %q (%v)", msg, req.cmd, req.ref, args, u.command(), ok)
+		}
 	})
 }

@@ -406,7 +406,9 @@ func (f *fakeLeader) input(commit bool) {
 // die ends the fake leader as a killed process would end: every descriptor closed,
 // nothing more said.
 func (f *fakeLeader) die() {
-	f.conn.Close()
+	if f.conn != nil {
+		f.conn.Close()
+	}
 	f.l.Close()
 	for _, file := range []*os.File{f.stdout, f.stderr, f.proc, f.ends, f.stdin} {
 		if file != nil {

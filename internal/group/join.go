@@ -43,6 +43,18 @@ type Outcome struct {
 	// this process leads: whoever comes meanwhile waits behind it, and the caller
 	// calls Lease.Release when its update has run.
 	Lease *Lease
+	// Unknown: the update was handed to a group's git that had not ended when the
+	// budget ran out, so whether it was applied cannot be told. Neither applied nor
+	// to be run again: the caller reports an error naming the ref.
+	Unknown bool
+}
+
+// UnknownError is what an invocation whose outcome is Unknown reports.
+type UnknownError struct{ Ref string }
+
+func (e *UnknownError) Error() string {
+	return "the outcome of the update of " + e.Ref + " is unknown: the group commit's git it was handed to " +
+		"was still running when the budget ran out; look at the ref before running the update again"
 }
 
 // firstPatience is how long a member waits before it asks whether to give up.
@@ -50,8 +62,9 @@ const firstPatience = time.Second
 
 // Join hands the update to its repository's group commit and returns its outcome. It
 // never returns an update that may still be applied by another process as not
-// applied. ctx ends the wait; the outcome is then "run it yourself", and the caller
-// sees ctx's error.
+// applied, and it waits for nothing past the budget (Config.GiveUp): an update
+// handed to a git that is still running then is Unknown. ctx ends the wait; the
+// outcome is then "run it yourself", and the caller sees ctx's error.
 func Join(ctx context.Context, c Config) Outcome {
 	return join(ctx, &c)
 }

@@ -147,6 +147,11 @@ func conns(es []entry) []*platform.Conn {
 func passLine(l *platform.Listener, b baton, pending []*platform.Conn) {
 	for len(pending) > 0 {
 		c, rest := pending[0], pending[1:]
+		if !trusted(c) {
+			c.Close()
+			pending = rest
+			continue
+		}
 		if len(rest) > maxPending {
 			for _, extra := range rest[maxPending:] {
 				tell([]entry{{conn: extra}}, msgAlone)
@@ -173,26 +178,50 @@ func passLine(l *platform.Listener, b baton, pending []*platform.Conn) {
 	handOff(l, b)
 }
 
-// acceptQueued accepts up to max queued connections and reads their requests.
-// Connections that send no valid request in time are told to look again.
+// acceptQueued accepts up to max queued connections and reads their requests. Every
+// connection accepted counts against max, so a flood of connections cannot keep a
+// leader accepting. A connection from another user is closed unread; one whose
+// request is not one update of the ref it names (decodeRequest) gets no answer but
+// the close; one that sends nothing in time is told to look again.
 func acceptQueued(l *platform.Listener, max int) []entry {
 	var out []entry
 	buf := make([]byte, maxMessage)
-	for len(out) < max {
+	for accepted := 0; accepted < max; accepted++ {
 		c, err := l.Accept()
 		if err != nil || c == nil {
 			break
 		}
+		if !trusted(c) {
+			c.Close()
+			continue
+		}
 		n, fds, err := c.Recv(buf, requestWait)
 		closeFDs(fds)
-		req, ok := decodeRequest(buf[:n])
-		if err != nil || !ok {
+		if err != nil {
 			tell([]entry{{conn: c}}, msgAgain)
+			continue
+		}
+		req, ok := decodeRequest(buf[:n])
+		if !ok {
+			c.Close()
 			continue
 		}
 		out = append(out, entry{req: req, conn: c})
 	}
 	return out
+}
+
+// trustedUID is the only user whose connections a leader accepts: its own. (A test
+// sets another to see every peer as foreign.)
+var trustedUID = os.Getuid()
+
+// trusted reports whether the process that connected c is of the leader's user.
+// The name is public and abstract sockets have no permissions: any process in the
+// network namespace can connect, and the listening socket, the git's output files and
+// process descriptor must never reach another user's process.
+func trusted(c *platform.Conn) bool {
+	uid, err := c.PeerUID()
+	return err == nil && uid == trustedUID
 }
 
 // tell sends each entry's member a final word and closes its connection. A member
@@ -206,17 +235,22 @@ func tell(es []entry, kind byte) {
 	}
 }
 
-// handOff gives the listening socket to the next queued invocation, or closes it
-// when none is queued (one that connects just then finds the line gone, and looks
-// again).
+// handOff gives the listening socket to the next queued invocation of the leader's
+// user, or closes it when none is queued (one that connects just then finds the line
+// gone, and looks again). It accepts at most maxGroup connections: past that (a
+// flood of foreign ones) it closes the line too, and those queued look again.
 func handOff(l *platform.Listener, b baton) {
 	defer l.Close()
 	msg := b.encode()
 	buf := make([]byte, maxMessage)
-	for {
+	for accepted := 0; accepted < maxGroup; accepted++ {
 		c, err := l.Accept()
 		if err != nil || c == nil {
 			return
+		}
+		if !trusted(c) {
+			c.Close()
+			continue
 		}
 		// Its request is read (and set aside: the heir leads with it) before the
 		// connection closes, as closing a socket with unread messages resets it,

@@ -260,8 +260,11 @@ func (m *member) leaderGone(ctx context.Context) (Outcome, next, *platform.Liste
 	if m.att == nil {
 		return Outcome{}, reconnect, nil, baton{}
 	}
-	if !m.awaitGit(ctx) {
-		return Outcome{}, finished, nil, baton{} // interrupted; the caller exits
+	switch m.awaitGit(ctx) {
+	case waitInterrupted:
+		return Outcome{}, finished, nil, baton{} // the caller exits
+	case waitSpent:
+		return Outcome{Unknown: true}, finished, nil, baton{}
 	}
 	if m.att.committed() {
 		return Outcome{Applied: true, Stderr: m.att.errOut(m.att.errEnd())}, finished, nil, baton{}
@@ -305,10 +308,17 @@ func (m *member) withdraw(ctx context.Context, conn *platform.Conn) (Outcome, ne
 
 // settle decides the outcome from the last git the member was told of, once it has
 // ended, when no leader will say more: applied if that git committed the update,
-// else run alone (no git can take it any more).
+// else run alone (no git can take it any more). If that git has not ended when the
+// budget runs out, the outcome is unknown.
 func (m *member) settle(ctx context.Context) (Outcome, next, *platform.Listener, baton) {
-	if m.att == nil || !m.awaitGit(ctx) {
+	if m.att == nil {
 		return Outcome{}, finished, nil, baton{}
+	}
+	switch m.awaitGit(ctx) {
+	case waitInterrupted:
+		return Outcome{}, finished, nil, baton{}
+	case waitSpent:
+		return Outcome{Unknown: true}, finished, nil, baton{}
 	}
 	if m.att.committed() {
 		return Outcome{Applied: true, Stderr: m.att.errOut(m.att.errEnd())}, finished, nil, baton{}
@@ -316,17 +326,31 @@ func (m *member) settle(ctx context.Context) (Outcome, next, *platform.Listener,
 	return Outcome{}, finished, nil, baton{}
 }
 
-// awaitGit waits for the git of the latest attempt to end. It reports false when ctx
-// ended first.
-func (m *member) awaitGit(ctx context.Context) bool {
+// gitWait is how a member's wait for a group's git ended.
+type gitWait int
+
+const (
+	gitEnded        gitWait = iota
+	waitInterrupted         // ctx ended first
+	waitSpent               // the budget ran out first
+)
+
+// awaitGit waits for the git of the latest attempt to end, within the member's
+// budget: a git that has not ended when the budget is spent (or ctx ends) is waited
+// for no longer. (The descriptor came from a leader of this user, but nothing
+// bounds how long its git may run.)
+func (m *member) awaitGit(ctx context.Context) gitWait {
 	for {
-		done, err := platform.WaitExited(m.att.proc, poll)
-		if done || err != nil {
-			return true
+		if done, err := platform.WaitExited(m.att.proc, 0); done || err != nil {
+			return gitEnded
 		}
-		if ctx.Err() != nil {
-			return false
+		switch {
+		case ctx.Err() != nil:
+			return waitInterrupted
+		case m.outOfPatience():
+			return waitSpent
 		}
+		platform.WaitExited(m.att.proc, poll)
 	}
 }
 

@@ -75,11 +75,17 @@ func decodeRequest(msg []byte) (request, bool) {
 		return request{}, false
 	}
 	opts, ok := decodeOptions(string(f[2]))
-	cmd := f[4]
-	if !ok || len(cmd) == 0 || cmd[len(cmd)-1] != 0 {
+	if !ok {
 		return request{}, false
 	}
-	return request{key: string(f[0]), env: string(f[1]), opts: opts, ref: string(f[3]), cmd: string(cmd)}, true
+	// The command goes to the leader's git as it is: it must be exactly the one
+	// update of the declared ref that Update.command makes, and nothing more (a
+	// second command, another ref, an option line).
+	ref, cmd := string(f[3]), string(f[4])
+	if _, ok := updateOf(ref, cmd); !ok {
+		return request{}, false
+	}
+	return request{key: string(f[0]), env: string(f[1]), opts: opts, ref: ref, cmd: cmd}, true
 }
 
 // encode writes the options as three flag letters (or '-') and the message.

@@ -130,6 +130,31 @@ func (u Update) command() string {
 	return "update " + u.Ref + "\x00" + u.New + "\x00" + old + "\x00"
 }
 
+// updateOf reads back a command of ref that [Update.command] made: ok only when cmd
+// is, byte for byte, the command of one update or delete of ref in a form [Parse]
+// accepts. A leader gives its git nothing else for a member.
+func updateOf(ref, cmd string) (u Update, ok bool) {
+	if !plainSharedRef(ref) {
+		return u, false
+	}
+	f := strings.Split(cmd, "\x00")
+	switch {
+	case len(f) == 4 && f[0] == "update "+ref && f[3] == "":
+		u = Update{Ref: ref, New: f[1], Old: f[2], HasOld: f[2] != ""}
+		if !isFullHex(u.New) || u.HasOld && (!isFullHex(u.Old) || len(u.Old) != len(u.New)) {
+			return u, false
+		}
+	case len(f) == 3 && f[0] == "delete "+ref && f[2] == "":
+		u = Update{Ref: ref, Delete: true, Old: f[1], HasOld: f[1] != ""}
+		if u.HasOld && !isFullHex(u.Old) {
+			return u, false
+		}
+	default:
+		return u, false
+	}
+	return u, u.command() == cmd
+}
+
 func isFullHex(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false

@@ -80,11 +80,20 @@ func (l *Listener) Accept() (*Conn, error) {
 	}
 }
 
-// Dial connects to name. It returns [ErrNoListener] when nobody listens there.
+// dialWait bounds how long [Dial] waits for room in a listener's queue (full only
+// when something floods it: it holds 4096).
+var dialWait = unix.Timeval{Sec: 1}
+
+// Dial connects to name. It returns [ErrNoListener] when nobody listens there, and
+// an error when the listener's queue stays full for dialWait.
 func Dial(name string) (*Conn, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
+	}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &dialWait); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("setsockopt", err)
 	}
 	for {
 		err = unix.Connect(fd, abstract(name))

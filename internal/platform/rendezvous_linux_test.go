@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func testName(t *testing.T) string {
@@ -203,4 +205,40 @@ func TestProcessHandleSeesExit(t *testing.T) {
 	if done, err := WaitExited(h, 5*time.Second); err != nil || !done {
 		t.Fatalf("WaitExited after exit: %v, %v", done, err)
 	}
+}
+
+// TestDialFullQueue: a listener whose queue is full (here after one connection, as
+// its backlog is 0; a flood of connections for a real one) makes Dial fail, not wait
+// for room indefinitely.
+func TestDialFullQueue(t *testing.T) {
+	t.Parallel()
+	name := testName(t)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, abstract(name)); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	var conns []*Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 3 {
+		c, err := Dial(name)
+		if err != nil {
+			if errors.Is(err, ErrNoListener) {
+				t.Fatalf("Dial on a full queue: %v; want a failure of its own", err)
+			}
+			return
+		}
+		conns = append(conns, c)
+	}
+	t.Errorf("%d connections queued at a listener with backlog 0", len(conns))
 }
