@@ -167,12 +167,13 @@ func TestSameAsGit(t *testing.T) {
 	}
 }
 
-// TestConcurrentWriters is the motivating case: 300 processes, distinct refs, one
-// reftable repository. Every one must succeed and every ref hold its value.
+// TestConcurrentWriters is the motivating case: 300 processes (30 unless the tests
+// run at stress size, testutil.Scale), distinct refs, one reftable repository. Every
+// one must succeed and every ref hold its value.
 func TestConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
-	const n = 300
+	n := testutil.Scale(t, 30, 300)
 	var wg sync.WaitGroup
 	results := make([]result, n)
 	for i := range n {
@@ -307,10 +308,12 @@ func TestStdinFromFile(t *testing.T) {
 }
 
 // TestMillionUpdateBatch: a --stdin batch of a million creates goes through refretry
-// (input spooled to disk past its memory limit) and every ref lands.
+// (input spooled to disk past its memory limit) and every ref lands. Unless the tests
+// run at stress size (testutil.Scale) the batch has 100,000 creates: about 7 MB of
+// input, still past the spool's 4 MiB in memory.
 func TestMillionUpdateBatch(t *testing.T) {
 	t.Parallel()
-	const n = 1_000_000
+	n := testutil.Scale(t, 100_000, 1_000_000)
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
 	cmd := refretryCommand(r, "--stdin")
 	pr, pw := io.Pipe()
