@@ -312,7 +312,8 @@ func TestCoalesceMixed(t *testing.T) {
 var killSeed = flag.Uint64("killseed", 0, "seed for TestCoalesceKilled's victims and kill timings (0: from the clock)")
 
 // TestCoalesceKilled kills three invocations of a group storm with SIGKILL at random
-// moments (leaders and members alike), 20 times: nothing is lost or applied twice,
+// moments (leaders and members alike), 20 times at stress size and 4 by default
+// (testutil.Scale): nothing is lost or applied twice,
 // and every invocation that survived reports what the repository shows. The victims
 // and moments come from a seed it logs: -killseed=N draws them again (the moments
 // then land where the machine's scheduling puts them, near enough to replay most
@@ -325,7 +326,7 @@ func TestCoalesceKilled(t *testing.T) {
 	}
 	t.Logf("seed %d (replay with -run 'TestCoalesceKilled$' -killseed=%d)", seed, seed)
 	g := testutil.NewGit(t)
-	for run := range 20 {
+	for run := range testutil.Scale(t, 4, 20) {
 		backend := []string{"reftable", "files"}[run%2]
 		// One source per run: the runs are parallel, and each draws the same
 		// numbers from the same seed whatever the others do.
