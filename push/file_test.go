@@ -150,11 +150,12 @@ func TestConflict(t *testing.T) {
 	}
 }
 
-// TestRebaseConcurrent: 20 pushers each append a commit to one branch at once, with
-// --rebase; every commit ends up on the branch.
+// TestRebaseConcurrent: 20 pushers (6 unless the tests run at stress size,
+// testutil.Scale) each append a commit to one branch at once, with --rebase; every
+// commit ends up on the branch.
 func TestRebaseConcurrent(t *testing.T) {
 	t.Parallel()
-	const pushers = 20
+	pushers := testutil.Scale(t, 6, 20)
 	for _, cb := range combos(t) {
 		t.Run(cb.name(), func(t *testing.T) {
 			s := newServer(t, cb.server, cb.backend)
