@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 // runTests makes binary and runs the tests.
 func runTests(m *testing.M) int {
 	flag.Parse()
+	testutil.RaiseParallel()
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
