@@ -162,13 +162,15 @@ export REFRETRY_GITEA
 # (REFRETRY_TEST_REFRETRY, main_test.go): their thousands of starts would otherwise
 # each pay the instrumented binary's start-up, while the test processes stay
 # instrumented. At this size a package may take more than go test's default
-# 10 minutes on two cores (TestCoalesceMixed starts 1,800 processes), hence -timeout.
+# 10 minutes on two cores (TestCoalesceMixed starts 1,800 processes), hence -timeout;
+# and the storms run as many at once as Go's default lets, one test per CPU, not the
+# four that testutil.RaiseParallel lets the waiting tests of tiers 1 and 2 run.
 export REFRETRY_TEST_SCALE=stress REFRETRY_TEST_REFRETRY=$bin/refretry
 stress_tests >"$bin/stress-tests"
 for dir in $(cut -d' ' -f1 "$bin/stress-tests" | sort -u); do
 	names=$(awk -v d="$dir" '$1 == d { print $2 }' "$bin/stress-tests" | paste -sd'|')
 	step "go test -race at stress size: $dir: $names"
-	go test -race -count=1 -timeout 30m -run "^($names)\$" "$dir"
+	go test -race -count=1 -timeout 30m -parallel "$(nproc)" -run "^($names)\$" "$dir"
 done
 
 step "go test -race: the forge tests against Gitea (skipped in tiers 1 and 2)"
