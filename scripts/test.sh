@@ -164,7 +164,7 @@ export REFRETRY_GITEA
 # instrumented. At this size a package may take more than go test's default
 # 10 minutes on two cores (TestCoalesceMixed starts 1,800 processes), hence -timeout;
 # and the storms run as many at once as Go's default lets, one test per CPU, not the
-# four that testutil.RaiseParallel lets the waiting tests of tiers 1 and 2 run.
+# two that testutil.RaiseParallel lets the waiting tests of tiers 1 and 2 run.
 export REFRETRY_TEST_SCALE=stress REFRETRY_TEST_REFRETRY=$bin/refretry
 stress_tests >"$bin/stress-tests"
 for dir in $(cut -d' ' -f1 "$bin/stress-tests" | sort -u); do

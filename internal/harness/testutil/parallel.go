@@ -7,7 +7,7 @@ import (
 )
 
 // ParallelPerCPU is how many parallel tests RaiseParallel lets run per CPU.
-const ParallelPerCPU = 4
+const ParallelPerCPU = 2
 
 // RaiseParallel sets go test's -parallel to ParallelPerCPU tests per CPU when the
 // command line did not set it. A package's TestMain calls it before m.Run when its
