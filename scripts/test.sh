@@ -106,18 +106,17 @@ if ! $stress; then
 	step "tier 1: go test ./... (git 2.39: $(git version), git 2.55: $REFRETRY_TEST_GIT)"
 	go test -count=1 ./...
 
-	# git's own update-ref tests spend about half their time in lock waits of git's
-	# (docs/reliability.md): they run beside the race detector's step, which keeps
-	# the cores busy meanwhile, and their output is printed when they end.
-	echo "== git's own tests of update-ref, through refretry, started (make git-suite runs more)"
-	setsid scripts/git-suite.sh t1400-update-ref.sh t1404-update-ref-errors.sh >"$bin/git-suite.log" 2>&1 &
-	suite=$!
-
 	# The race detector where refretry runs goroutines of its own: group commit's
 	# leader, the engine, the --stdin session proxy (transaction), the reporter,
 	# gitexec, push, fetch, gather; and the root package, whose tests start the
 	# race-instrumented test binary as refretry (main_test.go), at their default size.
 	step "go test -race: the packages with in-process concurrency, and the root package"
+	# git's own update-ref tests spend about half their time in lock waits of git's
+	# (docs/reliability.md): they run beside the race detector's step, which keeps
+	# the cores busy meanwhile, and their output is printed when they end.
+	echo "   git's own tests of update-ref, through refretry, started beside it (make git-suite runs more)"
+	setsid scripts/git-suite.sh t1400-update-ref.sh t1404-update-ref-errors.sh >"$bin/git-suite.log" 2>&1 &
+	suite=$!
 	go test -race -count=1 ./internal/group ./internal/engine ./transaction ./internal/report \
 		./internal/gitexec ./push ./fetch ./gather .
 
