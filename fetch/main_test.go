@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"os"
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/testutil"
@@ -9,7 +8,4 @@ import (
 
 // TestMain lets more tests run at once than Go's default: most of them wait for the
 // git processes they start (testutil.RaiseParallel).
-func TestMain(m *testing.M) {
-	testutil.RaiseParallel()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testutil.Main(m) }

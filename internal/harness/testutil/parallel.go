@@ -2,8 +2,10 @@ package testutil
 
 import (
 	"flag"
+	"os"
 	"runtime"
 	"strconv"
+	"testing"
 )
 
 // ParallelPerCPU is how many parallel tests RaiseParallel lets run per CPU.
@@ -23,4 +25,11 @@ func RaiseParallel() {
 	if !given {
 		flag.Set("test.parallel", strconv.Itoa(ParallelPerCPU*runtime.GOMAXPROCS(0)))
 	}
+}
+
+// Main is a TestMain for a package whose tests wait for the processes they start:
+// RaiseParallel, then the tests.
+func Main(m *testing.M) {
+	RaiseParallel()
+	os.Exit(m.Run())
 }
