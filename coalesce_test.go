@@ -99,14 +99,18 @@ func childExit(err error) int {
 // lets them go and waits for all.
 //
 // The wait in line counts against each run's budget, and the test, not a group,
-// holds the line until the last run has queued: on a 2-core machine 600 starts of
-// this race-instrumented binary have taken 55 s, and the first runs then spent the
-// default minute in line and ran alone, against each other. So the runs get a
-// budget that the hold cannot use up (a run's own REFRETRY_TIMEOUT still wins).
+// holds the line until the last run has queued. At the stress tier's size
+// (testutil.Stress) that is 600 starts: on a 2-core machine 600 starts of the
+// race-instrumented binary have taken 55 s, and the first runs then spent the
+// default minute in line and ran alone, against each other. So there, and only
+// there, the runs get a budget that the hold cannot use up (a run's own
+// REFRETRY_TIMEOUT still wins); at the default size they keep refretry's default.
 func runAll(t *testing.T, r *testutil.Repo, runs []*coalesceRun) {
 	t.Helper()
-	for _, c := range runs {
-		c.env = append([]string{"REFRETRY_TIMEOUT=10m"}, c.env...)
+	if testutil.Stress(t) {
+		for _, c := range runs {
+			c.env = append([]string{"REFRETRY_TIMEOUT=10m"}, c.env...)
+		}
 	}
 	release := holdLine(t, r)
 	wait := startCoalescing(t, r, runs)
@@ -176,9 +180,9 @@ func coalesceBackends(t *testing.T) []backendCase {
 // new seed from the clock. The test logs the seed it used.
 var mixedSeed = flag.Uint64("mixedseed", 0, "seed for TestCoalesceMixed's order of invocations (0: from the clock)")
 
-// TestCoalesceMixed: 600 concurrent invocations (creates, updates, compare-and-swap
-// updates, deletes, with two reflog messages), a known subset of which fail on stale
-// old values. Exactly those fail, each with the bytes and exit code plain git gives
+// TestCoalesceMixed: 600 concurrent invocations at stress size, 60 by default
+// (testutil.Scale): creates, updates, compare-and-swap updates, deletes, with two
+// reflog messages, a known subset of which fail on stale old values. Exactly those fail, each with the bytes and exit code plain git gives
 // for its own command; all others succeed silently; every ref ends as it should, its
 // reflog has one entry per applied update, with its invocation's message; groups
 // really formed (one git committed several transactions); and, as the repository has
@@ -199,7 +203,7 @@ func TestCoalesceMixed(t *testing.T) {
 		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
 			r := testutil.NewRepo(t, bc.git, bc.backend)
 			a, b := r.Commit, r.NewCommit("second")
-			const per = 60
+			per := testutil.Scale(t, 6, 60)
 			pre := map[string]string{}
 			want := map[string]string{} // "" means absent
 			msgs := map[string]string{}
@@ -248,7 +252,7 @@ func TestCoalesceMixed(t *testing.T) {
 				pre[ref] = a
 				add(ref, a, true, "-d", ref, b)
 			}
-			if len(runs) != 600 {
+			if len(runs) != 10*per {
 				t.Fatalf("%d runs", len(runs))
 			}
 			setRefs(t, r, pre)
@@ -312,7 +316,8 @@ func TestCoalesceMixed(t *testing.T) {
 var killSeed = flag.Uint64("killseed", 0, "seed for TestCoalesceKilled's victims and kill timings (0: from the clock)")
 
 // TestCoalesceKilled kills three invocations of a group storm with SIGKILL at random
-// moments (leaders and members alike), 20 times: nothing is lost or applied twice,
+// moments (leaders and members alike), 20 times at stress size and 4 by default
+// (testutil.Scale): nothing is lost or applied twice,
 // and every invocation that survived reports what the repository shows. The victims
 // and moments come from a seed it logs: -killseed=N draws them again (the moments
 // then land where the machine's scheduling puts them, near enough to replay most
@@ -325,7 +330,7 @@ func TestCoalesceKilled(t *testing.T) {
 	}
 	t.Logf("seed %d (replay with -run 'TestCoalesceKilled$' -killseed=%d)", seed, seed)
 	g := testutil.NewGit(t)
-	for run := range 20 {
+	for run := range testutil.Scale(t, 4, 20) {
 		backend := []string{"reftable", "files"}[run%2]
 		// One source per run: the runs are parallel, and each draws the same
 		// numbers from the same seed whatever the others do.

@@ -281,13 +281,14 @@ func parseStepOutputs(t *testing.T, data string) map[string]string {
 	return out
 }
 
-// TestLogFileConcurrentProcesses: 300 refretry processes on one reftable repository
-// append to one --log-file; every line is JSON and every operation has its summary.
+// TestLogFileConcurrentProcesses: 300 refretry processes (30 unless the tests run at
+// stress size, testutil.Scale) on one reftable repository append to one --log-file;
+// every line is JSON and every operation has its summary.
 func TestLogFileConcurrentProcesses(t *testing.T) {
 	t.Parallel()
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
 	logFile := filepath.Join(t.TempDir(), "refretry.jsonl")
-	const n = 300
+	n := testutil.Scale(t, 30, 300)
 	var wg sync.WaitGroup
 	results := make([]result, n)
 	for i := range n {

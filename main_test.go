@@ -22,11 +22,17 @@ import (
 
 // binary is refretry as the tests that start processes run it: a link named refretry
 // to this test binary, which TestMain turns into refretry when it is started under
-// that name. There is one binary under test, built as the tests are: with the race
-// detector under -race and counting coverage under -cover. Under -race the tests
-// that start hundreds of processes at once take several times as long as they did
-// with a separate race-free build; none depends on refretry's speed (the benchmark
-// harness, which does, builds its own binary).
+// that name. So the binary under test is built as the tests are: with the race
+// detector under -race and counting coverage under -cover.
+//
+// REFRETRY_TEST_REFRETRY, when set, names a refretry built apart, and the link points
+// to it instead. The stress tier (scripts/test.sh --stress, docs/testing.md) sets it
+// to a build without the race detector: there the storms start refretry thousands of
+// times, and 600 starts of the race-instrumented test binary cost 53 s on 2 cores
+// before any of them does work, while the test process itself, which the race
+// detector watches, stays instrumented. The race detector over refretry's own
+// goroutines is tier 2's job (scripts/test.sh runs the root package's tests under
+// -race at their default size, with this link to the test binary).
 //
 // This is testscript.Main's idiom done by hand: the commands testscript.Main
 // registers become script builtins, which take precedence over Params.Cmds, and the
@@ -51,6 +57,7 @@ func TestMain(m *testing.M) {
 // runTests makes binary and runs the tests.
 func runTests(m *testing.M) int {
 	flag.Parse()
+	testutil.RaiseParallel()
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -63,6 +70,16 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "refretry")
+	if built := os.Getenv("REFRETRY_TEST_REFRETRY"); built != "" {
+		if self, err = filepath.Abs(built); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		if _, err := os.Stat(self); err != nil {
+			fmt.Fprintf(os.Stderr, "REFRETRY_TEST_REFRETRY: %v\n", err)
+			return 2
+		}
+	}
 	if err := os.Symlink(self, binary); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -171,12 +188,13 @@ func TestSameAsGit(t *testing.T) {
 	}
 }
 
-// TestConcurrentWriters is the motivating case: 300 processes, distinct refs, one
-// reftable repository. Every one must succeed and every ref hold its value.
+// TestConcurrentWriters is the motivating case: 300 processes (30 unless the tests
+// run at stress size, testutil.Scale), distinct refs, one reftable repository. Every
+// one must succeed and every ref hold its value.
 func TestConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
-	const n = 300
+	n := testutil.Scale(t, 30, 300)
 	var wg sync.WaitGroup
 	results := make([]result, n)
 	for i := range n {
@@ -311,10 +329,12 @@ func TestStdinFromFile(t *testing.T) {
 }
 
 // TestMillionUpdateBatch: a --stdin batch of a million creates goes through refretry
-// (input spooled to disk past its memory limit) and every ref lands.
+// (input spooled to disk past its memory limit) and every ref lands. Unless the tests
+// run at stress size (testutil.Scale) the batch has 100,000 creates: about 7 MB of
+// input, still past the spool's 4 MiB in memory.
 func TestMillionUpdateBatch(t *testing.T) {
 	t.Parallel()
-	const n = 1_000_000
+	n := testutil.Scale(t, 100_000, 1_000_000)
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
 	cmd := refretryCommand(r, "--stdin")
 	pr, pw := io.Pipe()

@@ -223,6 +223,15 @@ func allOrNothing(t *testing.T, r *testutil.Repo, prefix, oid string, n int) (ap
 // kill lands while git waits, between attempts, or during the final attempt. The batch
 // is all or nothing; after SIGTERM no lock is left behind and the exit code is the
 // documented one. The random points come from a seed printed on failure.
+//
+// Every round's outcome is asserted (killBatch), but which outcome a round must have
+// depends on where its signal landed. Round 0 signals halfway through the hold, so
+// its signal must reach a running process, and the test requires it. The other
+// rounds draw their moment from the whole hold and the half second after it, the
+// moments after git committed included: a signal that finds the batch done is checked
+// as an unkilled run (exit 0, every ref applied), one that reached it as a killed run
+// (the exit code of the signal, all or nothing applied). Five rounds run at stress
+// size, two by default (testutil.Scale).
 func TestReliabilityKill(t *testing.T) {
 	t.Parallel()
 	seed := time.Now().UnixNano()
@@ -230,7 +239,8 @@ func TestReliabilityKill(t *testing.T) {
 		seed, _ = strconv.ParseInt(s, 10, 64)
 	}
 	t.Logf("seed %d (REFRETRY_RELIABILITY_SEED replays it)", seed)
-	const n, rounds = 100, 5
+	const n = 100
+	rounds := testutil.Scale(t, 2, 5)
 	for _, bc := range backends(t) {
 		for _, victim := range []string{"refretry", "git"} {
 			for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
