@@ -341,7 +341,7 @@ const (
 // bounds how long its git may run.)
 func (m *member) awaitGit(ctx context.Context) gitWait {
 	for {
-		if done, err := platform.WaitExited(m.att.proc, 0); done || err != nil {
+		if done, err := platform.WaitExited(m.att.proc, poll); done || err != nil {
 			return gitEnded
 		}
 		switch {
@@ -350,7 +350,6 @@ func (m *member) awaitGit(ctx context.Context) gitWait {
 		case m.outOfPatience():
 			return waitSpent
 		}
-		platform.WaitExited(m.att.proc, poll)
 	}
 }
 
