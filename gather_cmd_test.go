@@ -18,7 +18,8 @@ import (
 
 // killingGit is a git for refretry that runs the real one but SIGKILLs refretry at one
 // step of a gather: before or after the push that stages the commit ("stage"), takes
-// the lease ("lease") or lands a wave ("wave").
+// the lease ("lease") or lands a wave ("wave"). With SLOW_STEP set to a step, it
+// sleeps SLOW_FOR seconds before that step instead.
 const killingGit = `#!/bin/sh
 step=other
 case "$*" in
@@ -26,6 +27,7 @@ case "$*" in
 *"--force-with-lease=refs/refretry/lease/"*) step=lease ;;
 *push*":refs/refretry/gather/"*) step=stage ;;
 esac
+if [ "$step" = "$SLOW_STEP" ]; then sleep "$SLOW_FOR"; fi
 if [ "$step" = "$KILL_STEP" ] && [ "$KILL_WHEN" = before ]; then kill -9 $PPID; exit 137; fi
 "$REAL_GIT" "$@"; rc=$?
 if [ "$step" = "$KILL_STEP" ] && [ "$KILL_WHEN" = after ]; then kill -9 $PPID; fi
@@ -86,6 +88,40 @@ func TestGatherKilled(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestGatherSlowWaves: two live jobs whose waves take longer than the lease timeout
+// (each wave's push waits 2 s, the lease is 1 s), as on a loaded runner or a slow
+// remote. Each take-over ends the holder's wave; with a fixed patience the two would
+// take the lease from each other until their budgets end. Both land, each once.
+func TestGatherSlowWaves(t *testing.T) {
+	t.Parallel()
+	f := newGatherFixture(t, testutil.NewGit(t))
+	slow, wrapper := []string{"SLOW_STEP=wave", "SLOW_FOR=2"}, f.killingGit()
+	var wg sync.WaitGroup
+	outs := make([]string, 2)
+	for i, name := range []string{"live1", "live2"} {
+		dir := f.clone(name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out := f.refretry(dir, wrapper, slow, "--timeout=40s", "push", "--gather", "--gather-lease=1s", "origin", "HEAD:main")
+			if outs[i] = out; code != 0 {
+				t.Errorf("%s: exit %d\n%s", name, code, out)
+			}
+		}()
+	}
+	wg.Wait()
+	log := f.git(f.remote, "log", "--format=%s", "main")
+	for _, name := range []string{"live1", "live2"} {
+		if n := strings.Count(log+"\n", "result of "+name+"\n"); n != 1 {
+			t.Errorf("%s is on main %d times:\n%s", name, n, log)
+		}
+	}
+	if left := f.git(f.remote, "for-each-ref", "refs/refretry/"); left != "" {
+		t.Errorf("left on the remote:\n%s", left)
+	}
+	t.Logf("take-overs: %d", strings.Count(strings.Join(outs, ""), "taking it over"))
 }
 
 // gatherFixture is a bare remote with two commits on main, a clone of it (seed), and

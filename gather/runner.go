@@ -399,7 +399,10 @@ func (u *run) stage(ctx context.Context, commit string) error {
 // wait watches the remote until the staged commit is gathered, gathering when
 // elected: when the lease is free (the first to take it gathers; a failed take costs
 // the others one look, as git refuses it before sending anything), or when the lease
-// has not changed for LeaseTimeout.
+// has not changed for the job's patience: LeaseTimeout at first, doubled after each
+// take-over it makes. A take-over ends the holder's wave, so two live jobs whose
+// waves take longer than LeaseTimeout would otherwise take the lease from each other
+// for ever; the doubling lets the patience outgrow the wave.
 // Every look is a request to the server that every waiting job makes, so a waiter
 // looks when its commit may have landed (see nextLook), not at a fixed pace.
 func (u *run) wait(ctx context.Context, staging time.Duration) error {
@@ -408,6 +411,7 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 		leaseSeen  string    // the lease value last seen
 		moved      string    // another commit the last look saw at the job's staged ref
 		leaseSince time.Time // since when it has been seen unchanged (or free)
+		patience   = u.leaseTimeout()
 		lastErr    error
 		delay      = min(max(staging/4, pollMin), pollFirstMax)
 	)
@@ -443,8 +447,9 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 			if u.takeLease(ctx, "", mine) {
 				held = mine
 			}
-		case st.lease != "" && time.Since(leaseSince) > u.leaseTimeout():
-			u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), u.leaseTimeout())
+		case st.lease != "" && time.Since(leaseSince) > patience:
+			u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), patience)
+			patience *= 2
 			if u.takeLease(ctx, st.lease, mine) {
 				held = mine
 			}
@@ -456,7 +461,10 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 			if _, ok := st.staged[id]; !ok {
 				return u.outcome(ctx, st)
 			}
-			delay = 0
+			// What was seen before this job held the lease says nothing about the
+			// lease now: a value seen again (another job's commit, taken back) starts
+			// a new wait.
+			leaseSeen, leaseSince, delay = "", time.Time{}, 0
 			continue
 		}
 		delay = nextLook(st, id)

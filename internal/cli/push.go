@@ -22,7 +22,7 @@ type PushCmd struct {
 	Regenerate  string        `help:"When a branch was rejected because the remote moved it (or --rebase conflicts), reset the checked-out commit and work tree to the remote's tip, run this shell command there, commit what it changed with the original commit's author and message, and push again." placeholder:"COMMAND"`
 	Gather      bool          `help:"Land the commit on the branch with the other jobs pushing to it: stage it in a ref of its own, and let one job replay everyone's onto the branch in one push (docs/push.md). Takes <remote> [<src>:]<branch>; with --rebase or --regenerate, a commit that conflicts falls back to them."`
 	GatherMax   int           `help:"Staged commits one gather takes at most (forges cap the refs one push updates)." default:"64" placeholder:"N"`
-	GatherLease time.Duration `help:"How long a gather lease may stay unchanged before a waiting job takes it over (its holder is taken to be gone)." default:"30s" placeholder:"DURATION"`
+	GatherLease time.Duration `help:"How long a gather lease may stay unchanged before a waiting job takes it over (its holder is taken to be gone); a job doubles it after each take-over it makes." default:"30s" placeholder:"DURATION"`
 	// The gather key itself comes from REFRETRY_GATHER_KEY or a file: never the command line, which /proc shows.
 	GatherKeyFile string        `help:"Read the gather key (the secret the pipeline's jobs share, docs/security.md) from this file instead of REFRETRY_GATHER_KEY." placeholder:"FILE"`
 	GatherMaxAge  time.Duration `help:"With a gather key: how old a staged commit may be and still land (older ones stay staged, named in a note)." default:"168h" placeholder:"DURATION"`
@@ -89,7 +89,7 @@ func (c *PushCmd) takeOptions(args []string) ([]string, error) {
 			if f.Type() == reflect.TypeFor[time.Duration]() {
 				d, err := time.ParseDuration(value)
 				if err != nil || d <= 0 {
-					return nil, &usageError{msg: fmt.Sprintf("push: %s needs a positive duration (30s, 2m), not %q", name, value)}
+					return nil, notPositive("push", name, value)
 				}
 				f.SetInt(int64(d))
 				continue
