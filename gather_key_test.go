@@ -163,7 +163,7 @@ func TestGatherKeyBadInput(t *testing.T) {
 		{[]string{long}, []string{"push", "--gather", "--gather-max-age=0", "origin", "HEAD:main"},
 			"refretry: push: --gather-max-age needs a positive duration (30s, 2m), not \"0\"\n"},
 		{[]string{long}, []string{"gather", "land", "--max-age=0s", "origin", "main"},
-			"refretry: gather: --max-age needs a positive duration (24h, 30m), not 0s\n"},
+			"refretry: gather: --max-age needs a positive duration (30s, 2m), not \"0s\"\n"},
 	} {
 		code, out := f.refretry(dir, f.g.Path, tc.env, tc.args...)
 		if code != 129 || out != tc.want {

@@ -48,6 +48,12 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// notPositive is the usage error of a duration option given zero, a negative or an
+// unreadable value: cmd's option flag, and the value as given.
+func notPositive(cmd, flag, value string) *usageError {
+	return &usageError{msg: fmt.Sprintf("%s: %s needs a positive duration (30s, 2m), not %q", cmd, flag, value)}
+}
+
 // exitError ends a command with a code whose message, if any, has been printed.
 type exitError int
 

@@ -154,7 +154,7 @@ func (t gatherTarget) runner(in *invocation) (*gather.Runner, error) {
 		return nil, err
 	}
 	if t.MaxAge <= 0 {
-		return nil, &usageError{msg: fmt.Sprintf("gather: --max-age needs a positive duration (24h, 30m), not %v", t.MaxAge)}
+		return nil, notPositive("gather", "--max-age", t.MaxAge.String())
 	}
 	return &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: t.Remote, Branch: t.Branch,
