@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -383,5 +384,44 @@ func TestPushForgeRuleCLI(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"advice":"the remote's rules refused the push`) || strings.Count(string(b), `"attempt":`) != 1 {
 		t.Errorf("JSON log:\n%s", b)
+	}
+}
+
+// TestRefusedRemote: a push or fetch to an address nothing listens on (a wrong port)
+// ends after RefusedGrace of refused connections, not the whole budget: git's own
+// message and exit code, then one refretry line that names the URL and port as the
+// likely cause, also as the JSON summary's advice.
+func TestRefusedRemote(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/r.git"
+	l.Close()
+	r := testutil.NewRepo(t, testutil.NewGit(t), "files")
+	for _, args := range [][]string{{"push", url, "HEAD:refs/heads/x"}, {"fetch", url, "main"}} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			want := pushRun(t, r, nil, "git", args...)
+			log := filepath.Join(t.TempDir(), "log.jsonl")
+			got := pushRun(t, r, nil, "refretry", append([]string{"--timeout=5m", "--log-file", log}, args...)...)
+			gitLine, _, _ := strings.Cut(want.stderr, "\n")
+			lines := strings.Split(strings.TrimSuffix(got.stderr, "\n"), "\n")
+			last := lines[len(lines)-1]
+			if got.code != 128 || want.code != 128 || !strings.Contains(gitLine, "Couldn't connect to server") && !strings.Contains(gitLine, "Connection refused") ||
+				len(lines) != 2 || !strings.HasPrefix(lines[0], "fatal: unable to access '"+url+"/'") ||
+				!strings.HasPrefix(last, "refretry: nothing accepted a connection to the remote in ") || !strings.HasSuffix(last, "check its URL and port "+
+				"(a remote that has never answered is retried for 10s, not the whole budget)") {
+				t.Errorf("refretry: exit %d\n%s\ngit: exit %d\n%s", got.code, got.stderr, want.code, want.stderr)
+			}
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(b), `"attempt":`); n < 2 || !strings.Contains(string(b), `"advice":"nothing accepted a connection`) {
+				t.Errorf("JSON log (%d attempts; want several, and the advice):\n%s", n, b)
+			}
+		})
 	}
 }

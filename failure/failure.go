@@ -67,6 +67,10 @@ type Error struct {
 	// Wait is how long the server asked to wait before the next request (a 429's
 	// Retry-After, as git 2.54+ reports it); 0 when it did not say.
 	Wait time.Duration
+	// Refused is set for a transport failure where nothing accepted the connection
+	// (refused, no server listening at that address): the attempt never reached the
+	// remote.
+	Refused bool
 	// Policy is what a server's rule said when it refused the update (GitHub's GH006
 	// and GH013, a protected branch): its lines, without blank ones.
 	Policy []string

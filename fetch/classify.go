@@ -171,7 +171,8 @@ func (fs *findings) decide(e *failure.Error, stderr []byte) {
 	case fs.first != nil:
 		e.Class, e.Message = fs.first.class, fs.first.line
 		if e.Class == failure.Transport {
-			e.Wait = gitmsg.ReadTransport(stderr).RetryAfter
+			t := gitmsg.ReadTransport(stderr)
+			e.Wait, e.Refused = t.RetryAfter, t.Refused
 		}
 	case fs.lock != nil:
 		e.Class, e.Message, e.Lock, e.Ref = fs.lock.class, fs.lock.line, fs.locked, fs.locked.Ref

@@ -340,7 +340,7 @@ func transportFailure(stderr []byte, e *failure.Error) *TransportError {
 	if t.Line == "" || t.Auth {
 		return nil
 	}
-	e.Wait = t.RetryAfter
+	e.Wait, e.Refused = t.RetryAfter, t.Refused
 	return &TransportError{HTTPStatus: t.HTTPStatus, Message: t.Line}
 }
 

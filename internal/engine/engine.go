@@ -22,6 +22,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -65,6 +66,13 @@ const (
 	// and runs no git.
 	Done
 )
+
+// RefusedGrace is how long a run retries a remote that has not once accepted a
+// connection: every attempt so far failed with nothing listening at its address (a
+// failure.Error with Refused). That is most often a wrong URL or port, which no
+// retry fixes; a server that restarts is back within seconds. Once any attempt has
+// reached the remote, transport failures are retried for the whole budget.
+const RefusedGrace = 10 * time.Second
 
 // Settings are what the engine needs only once something has failed: the retry
 // policy, the stale-lock rule (lockfile.Rule's two limits) and whether a stale lock
@@ -138,6 +146,8 @@ type run struct {
 	slot    time.Duration // the shortest attempt with its cure so far: the pause's unit
 	done    bool          // a cure found the command done: the next attempt ends the run
 	renewed bool          // progress since the budget started: a spent budget starts over
+	reached bool          // an attempt reached the remote (it failed otherwise than Refused, or succeeded)
+	refused bool          // no attempt reached the remote within RefusedGrace: the run ends
 }
 
 func (r *run) settings() (Settings, error) {
@@ -215,7 +225,7 @@ func (r *run) loop(ctx context.Context, retrier *retry.Retrier) error {
 // or when its cure was applied.
 func (r *run) retryable(err error) bool {
 	var f *failure.Error
-	return errors.As(err, &f) && (f.Class.Retryable() || r.cured)
+	return errors.As(err, &f) && !r.refused && (f.Class.Retryable() || r.cured)
 }
 
 // attempt is the retry loop's operation: one attempt of the command, the lock its
@@ -232,8 +242,10 @@ func (r *run) attempt(ctx context.Context, n int) error {
 	err := r.cmd.Attempt(ctx, a)
 	var f *failure.Error
 	if !errors.As(err, &f) {
+		r.reached = r.reached || err == nil
 		return err
 	}
+	r.judgeRefused(f)
 	r.judgeLock(f)
 	if r.curer == nil {
 		return err
@@ -308,6 +320,23 @@ func unwrapCured(err error) error {
 		return c.error
 	}
 	return err
+}
+
+// judgeRefused ends the run at a refused connection once RefusedGrace has passed
+// without any attempt reaching the remote, saying why in the failure's Advice.
+func (r *run) judgeRefused(f *failure.Error) {
+	if f.Class != failure.Transport || !f.Refused {
+		r.reached = true
+		return
+	}
+	if r.reached {
+		return
+	}
+	if waited := r.now().Sub(r.start); waited >= RefusedGrace {
+		r.refused = true
+		f.Advice = fmt.Sprintf("nothing accepted a connection to the remote in %v of attempts: check its URL and port "+
+			"(a remote that has never answered is retried for %v, not the whole budget)", waited.Round(time.Millisecond), RefusedGrace)
+	}
 }
 
 // judgeLock looks at the local lock a lock failure names: its age and holder, and

@@ -253,3 +253,61 @@ func TestJudgeLock(t *testing.T) {
 		t.Errorf("a remote lock was judged: %+v", f.Lock)
 	}
 }
+
+// TestRefusedGrace: a run whose attempts all found nothing listening at the remote
+// ends once RefusedGrace has passed, with advice naming the URL and port as the
+// likely cause, instead of retrying for its whole budget; a run that reached the
+// remote once keeps retrying refused connections (a restart) for the whole budget,
+// as it does any other transport failure.
+func TestRefusedGrace(t *testing.T) {
+	t.Parallel()
+	refused := func() *failure.Error {
+		return &failure.Error{Command: "push", Class: failure.Transport, ExitCode: 128, Refused: true,
+			Message: "fatal: unable to access 'http://127.0.0.1:9/r.git/': Failed to connect to 127.0.0.1 port 9 after 0 ms: Couldn't connect to server"}
+	}
+	hungUp := &failure.Error{Command: "push", Class: failure.Transport, ExitCode: 128, Message: "fatal: the remote end hung up unexpectedly"}
+	many := func(first error) []error {
+		fails := []error{first}
+		for range 200 {
+			fails = append(fails, refused())
+		}
+		return fails
+	}
+	for _, tc := range []struct {
+		name  string
+		fails []error
+		early bool // the run ends at the grace, not the budget
+	}{
+		{"never reached: ends after the grace", many(refused()), true},
+		{"reached once: the whole budget", many(hungUp), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &fakeClock{now: time.Unix(0, 0)}
+			took := make([]time.Duration, len(tc.fails))
+			for i := range took {
+				took[i] = time.Second
+			}
+			s := &script{fails: tc.fails, clock: clock, took: took}
+			e := &Engine{Settings: policy(1000), Clock: clock, Rand: func() float64 { return 0.5 }}
+			code, err := e.Run(context.Background(), s)
+			elapsed := clock.now.Sub(time.Unix(0, 0))
+			var f *failure.Error
+			var ex *retry.ExhaustedError
+			if code != 1 || !errors.As(err, &f) {
+				t.Fatalf("code %d (%v); want a failure", code, err)
+			}
+			advised := strings.Contains(f.Advice, "check its URL and port")
+			if tc.early {
+				// The first attempt to end at or past the grace is the last: at most one
+				// attempt (1 s) and one pause (the policy's 1 s cap) past it.
+				if elapsed < RefusedGrace || elapsed > RefusedGrace+2*time.Second || errors.As(err, &ex) || !advised {
+					t.Errorf("ended after %v (%v), advice %q; want an end within 2 s past %v, before the budget, naming the URL and port",
+						elapsed, err, f.Advice, RefusedGrace)
+				}
+			} else if !errors.As(err, &ex) || ex.Reason != retry.ReasonDeadline || advised {
+				t.Errorf("ended after %v (%v), advice %q; want the budget spent, no advice", elapsed, err, f.Advice)
+			}
+		})
+	}
+}

@@ -28,6 +28,13 @@ var transportSigns = []string{
 	"RPC failed",
 }
 
+// refusedSigns are git's and libcurl's words for a connection nothing accepted:
+// no server listens at that address (yet, or at all).
+var refusedSigns = []string{
+	"Connection refused",         // ssh, git://, older libcurl
+	"Couldn't connect to server", // libcurl 7.80+: "Failed to connect to <host> port <n> after 0 ms: Couldn't connect to server"
+}
+
 // authSigns are authentication and permission failures: never retried.
 var authSigns = []string{
 	"Authentication failed for ",
@@ -47,6 +54,9 @@ type Transport struct {
 	// Line is the first line naming a failure another attempt may get past (a
 	// connection refused, reset or stalled, an HTTP 5xx, 408 or 429); "" for none.
 	Line string
+	// Refused is set when that line says nothing accepted the connection (see
+	// refusedSigns): the attempt never reached a server.
+	Refused bool
 	// HTTPStatus is that line's HTTP status, 0 when it names none.
 	HTTPStatus int
 	// RetryAfter is how long the server asked to wait before the next request (its
@@ -80,7 +90,12 @@ func retryAfter(line string) (wait time.Duration, ok bool) {
 // cannot change (404 and the like) ends the search with nothing found.
 func ReadTransport(stderr []byte) Transport {
 	var t Transport
-	for line := range strings.SplitSeq(string(stderr), "\n") {
+	lines := strings.Split(string(stderr), "\n")
+	for i, line := range lines {
+		next := ""
+		if i+1 < len(lines) {
+			next = lines[i+1]
+		}
 		if strings.HasPrefix(line, "remote:") {
 			if strings.Contains(line, "Permission to ") && strings.Contains(line, " denied") {
 				return Transport{Auth: true}
@@ -121,8 +136,22 @@ func ReadTransport(stderr []byte) Transport {
 				break
 			}
 		}
+		if t.Line != "" {
+			// git://'s reason follows the line that names the failure:
+			// "fatal: unable to connect to <host>:" then "<host>[0: <ip>]: errno=Connection refused".
+			t.Refused = containsAny(line, refusedSigns) || containsAny(next, refusedSigns)
+		}
 	}
 	return t
+}
+
+func containsAny(s string, signs []string) bool {
+	for _, sign := range signs {
+		if strings.Contains(s, sign) {
+			return true
+		}
+	}
+	return false
 }
 
 // httpStatus returns the HTTP status a git or libcurl message reports, or 0.

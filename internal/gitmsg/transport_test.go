@@ -19,7 +19,15 @@ func TestReadTransport(t *testing.T) {
 		{"fatal: the remote end hung up unexpectedly\n", Transport{Line: "fatal: the remote end hung up unexpectedly"}},
 		{"remote: Connection refused\nfatal: bad\n", Transport{}},
 		{"fatal: unable to connect to 127.0.0.1:\n127.0.0.1[0: 127.0.0.1]: errno=Connection refused\n\n",
-			Transport{Line: "fatal: unable to connect to 127.0.0.1:"}},
+			Transport{Line: "fatal: unable to connect to 127.0.0.1:", Refused: true}},
+		// git 2.55 pushing to a port nothing listens on (captured), over http(s) and ssh.
+		{"fatal: unable to access 'http://127.0.0.1:9/x.git/': Failed to connect to 127.0.0.1 port 9 after 0 ms: Couldn't connect to server\n",
+			Transport{Line: "fatal: unable to access 'http://127.0.0.1:9/x.git/': Failed to connect to 127.0.0.1 port 9 after 0 ms: Couldn't connect to server", Refused: true}},
+		{"ssh: connect to host 127.0.0.1 port 9: Connection refused\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.\n",
+			Transport{Line: "ssh: connect to host 127.0.0.1 port 9: Connection refused", Refused: true}},
+		// A connection that timed out (libcurl's words) may have met a server too busy to answer: not Refused.
+		{"fatal: unable to access 'https://h/r.git/': Failed to connect to h port 443 after 130 ms: Connection timed out\n",
+			Transport{Line: "fatal: unable to access 'https://h/r.git/': Failed to connect to h port 443 after 130 ms: Connection timed out"}},
 		{"error: RPC failed; HTTP 429 curl 22 The requested URL returned error: 429\nfatal: expected flush after ref listing\n",
 			Transport{Line: "error: RPC failed; HTTP 429 curl 22 The requested URL returned error: 429", HTTPStatus: 429}},
 		// git 2.55 against a server answering 429 with Retry-After: 2 (captured):
