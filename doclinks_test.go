@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rogpeppe/go-internal/diff"
 )
 
 // TestDocLinks: every doc link in a public package's docs names something that
@@ -24,53 +26,22 @@ import (
 // fields and of its interface methods. A link is [Name] (a declaration of the
 // package), [Type.Method] or [Type.Field], [pkg], [pkg.Name] or [pkg.Type.Method]
 // (pkg imported by the package, the package itself, or a one-word standard package,
-// as go/doc resolves them), or a full import path. A mention of a package of this
-// module in prose ("internal/lockfile") must name a package that exists too.
+// as go/doc resolves them), or a full import path; bracketed text in double quotes
+// is a quotation, not a link. A mention of a package of this module in prose
+// ("internal/lockfile") must name a package that exists too.
 func TestDocLinks(t *testing.T) {
 	t.Parallel()
-	goBin := goCommand(t)
-	l := &docLoader{goBin: goBin, pkgs: map[string]*docPackage{}}
-	modPkgs := map[string]bool{}
-	for line := range strings.Lines(string(goOutput(t, goBin, "list", "-f", "{{.ImportPath}} {{.Module.Path}}", "./..."))) {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			t.Fatalf("go list: %q", line)
-		}
-		if rel, ok := strings.CutPrefix(f[0], f[1]+"/"); ok {
-			modPkgs[rel] = true
-		}
-	}
-	pkgs := publicPackages(t, goBin)
+	l := newDocLoader(t)
+	pkgs := publicPackages(t, l.goBin)
 	if len(pkgs) == 0 {
 		t.Fatal("go list found no public package")
 	}
 	links := 0
 	for _, rel := range pkgs {
-		p, err := l.load("./" + rel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range p.docs() {
-			text := g.Text()
-			seen := map[string]int{} // how often each text was met in g, to name its line
-			at := func(s string) string {
-				seen[s]++
-				return p.where(g, s, seen[s])
-			}
-			for _, link := range docLinks(text) {
-				links++
-				written := "[" + linkText(link) + "]"
-				if why := l.resolve(p, link); why != "" {
-					t.Errorf("%s: %s: %s", at(written), written, why)
-				} else {
-					at(written)
-				}
-			}
-			for _, m := range modulePathMention.FindAllStringSubmatch(text, -1) {
-				if !modPkgs[m[1]] {
-					t.Errorf("%s: %q: no package %s in this module", at(m[0]), m[0], m[1])
-				}
-			}
+		n, broken := l.check(t, "./"+rel)
+		links += n
+		for _, b := range broken {
+			t.Error(b)
 		}
 	}
 	// The check must have had something to check: the public packages link to one
@@ -79,6 +50,72 @@ func TestDocLinks(t *testing.T) {
 		t.Fatal("found no doc link in any public package; is the parser reading the docs?")
 	}
 	t.Logf("%d doc links in %d public packages", links, len(pkgs))
+}
+
+// TestDocLinksBroken: the check finds each kind of dead link, at its line, and takes
+// each kind of live one, in a package made for it (testdata/doclinks/bad).
+func TestDocLinksBroken(t *testing.T) {
+	t.Parallel()
+	l := newDocLoader(t)
+	const dir = "testdata/doclinks/bad"
+	const path = "github.com/refretry/refretry/" + dir
+	n, got := l.check(t, "./"+dir)
+	want := []string{
+		dir + "/bad.go:8: [Gone]: no declaration, method or field Gone in " + path,
+		dir + "/bad.go:8: [Good.Gone]: no declaration, method or field Good.Gone in " + path,
+		dir + "/bad.go:8: [io.Gone]: no declaration, method or field Gone in io",
+		dir + "/bad.go:9: [io.Reader.Gone]: no declaration, method or field Reader.Gone in io",
+		dir + "/bad.go:9: [spool]: no package spool is imported by " + path + " (nor is it one of the standard library's one-word packages)",
+		dir + "/bad.go:9: [gone.Name]: no package gone is imported by " + path + " (nor is it one of the standard library's one-word packages)",
+		dir + "/bad.go:10: [github.com/refretry/refretry/gone]: no package github.com/refretry/refretry/gone (go list cannot load it)",
+		dir + "/bad.go:10: [Gone]: no declaration, method or field Gone in " + path,
+		dir + `/bad.go:12: "internal/gone": no package internal/gone in this module`,
+		dir + "/bad.go:21: [Missing]: no declaration, method or field Missing in " + path,
+		dir + "/bad.go:23: [Good.Missing]: no declaration, method or field Good.Missing in " + path,
+		dir + "/bad.go:29: [Absent]: no declaration, method or field Absent in " + path,
+	}
+	if d := diff.Diff("want", []byte(strings.Join(want, "\n")+"\n"), "got", []byte(strings.Join(got, "\n")+"\n")); d != nil {
+		t.Errorf("the dead links found in %s:\n%s", dir, d)
+	}
+	// Every link in the package is read, the live ones included.
+	const all = 26 // 14 live and 8 dead in the package comment, 4 in the declarations'
+	if n != all {
+		t.Errorf("%d doc links read in %s, want %d", n, dir, all)
+	}
+}
+
+// check reads the docs of the package at ./dir and returns how many doc links they
+// hold and a line for each dead one or each mention of a package that is not there,
+// in the order of the files, as file:line: link: why.
+func (l *docLoader) check(t *testing.T, dir string) (links int, broken []string) {
+	t.Helper()
+	p, err := l.load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range p.docs() {
+		text := g.Text()
+		seen := map[string]int{} // how often each text was met in g, to name its line
+		at := func(s string) string {
+			seen[s]++
+			return p.where(g, s, seen[s])
+		}
+		for _, link := range docLinks(text) {
+			links++
+			written := "[" + linkText(link) + "]"
+			if why := l.resolve(p, link); why != "" {
+				broken = append(broken, fmt.Sprintf("%s: %s: %s", at(written), written, why))
+			} else {
+				at(written)
+			}
+		}
+		for _, m := range modulePathMention.FindAllStringSubmatch(text, -1) {
+			if !l.modPkgs[m[1]] {
+				broken = append(broken, fmt.Sprintf("%s: %q: no package %s in this module", at(m[0]), m[0], m[1]))
+			}
+		}
+	}
+	return links, broken
 }
 
 // modulePathMention is a mention of one of this module's packages in prose: an
@@ -103,12 +140,8 @@ func docLinks(text string) []*comment.DocLink {
 	var inText func([]comment.Text)
 	inText = func(ts []comment.Text) {
 		for _, t := range ts {
-			switch t := t.(type) {
-			case *comment.DocLink:
-				links = append(links, t)
-			case *comment.Link:
-				inText(t.Text)
-			case *comment.Italic, comment.Plain:
+			if l, ok := t.(*comment.DocLink); ok {
+				links = append(links, l)
 			}
 		}
 	}
@@ -144,8 +177,24 @@ func linkText(l *comment.DocLink) string {
 
 // docLoader loads packages, by import path or ./dir, once each.
 type docLoader struct {
-	goBin string
-	pkgs  map[string]*docPackage
+	goBin   string
+	modPkgs map[string]bool // the module's packages, by path in the module
+	pkgs    map[string]*docPackage
+}
+
+func newDocLoader(t *testing.T) *docLoader {
+	t.Helper()
+	l := &docLoader{goBin: goCommand(t), modPkgs: map[string]bool{}, pkgs: map[string]*docPackage{}}
+	for line := range strings.Lines(string(goOutput(t, l.goBin, "list", "-f", "{{.ImportPath}} {{.Module.Path}}", "./..."))) {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			t.Fatalf("go list: %q", line)
+		}
+		if rel, ok := strings.CutPrefix(f[0], f[1]+"/"); ok {
+			l.modPkgs[rel] = true
+		}
+	}
+	return l
 }
 
 // docPackage is one package's files and go/doc's view of them.
@@ -220,7 +269,7 @@ func (l *docLoader) resolve(p *docPackage, link *comment.DocLink) string {
 		if path != "" && path != p.path {
 			var err error
 			if target, err = l.load(path); err != nil {
-				return "no package " + path + " (" + err.Error() + ")"
+				return "no package " + path + " (go list cannot load it)"
 			}
 		}
 	}
@@ -238,7 +287,8 @@ func (l *docLoader) resolve(p *docPackage, link *comment.DocLink) string {
 }
 
 // docs are p's package comments and the comments of its exported declarations,
-// their fields and their interface methods: what go doc -all shows.
+// their fields and their interface methods (what go doc -all shows), in the order
+// of the files.
 func (p *docPackage) docs() []*ast.CommentGroup {
 	var ds []*ast.CommentGroup
 	add := func(gs ...*ast.CommentGroup) {
@@ -297,6 +347,7 @@ func (p *docPackage) docs() []*ast.CommentGroup {
 			}
 		}
 	}
+	slices.SortStableFunc(ds, func(a, b *ast.CommentGroup) int { return int(a.Pos() - b.Pos()) })
 	return ds
 }
 
