@@ -43,7 +43,7 @@ func ExampleRunner() {
 
 	r := &gather.Runner{
 		Git:  testutil.ExampleGit(), // git 2.40 or later: gather replays with merge-tree
-		Dirs: []string{work}, Env: env, Remote: remote, Branch: "main",
+		Dirs: []string{work}, Env: env, Remote: "file://" + remote, Branch: "main",
 	}
 	res, err := r.Run(context.Background(), os.Stderr)
 	if err != nil {

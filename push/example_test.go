@@ -79,7 +79,7 @@ func ExampleRunner() {
 	git("init", "-q", "-b", "main", lint)
 	git("-C", lint, "commit", "-q", "--allow-empty", "-m", "start")
 	git("-C", lint, "push", "-q", remote, "main")
-	git("clone", "-q", remote, test)
+	git("clone", "-q", "file://"+remote, test) // origin, as the forge would be
 	git("-C", lint, "commit", "-q", "--allow-empty", "-m", "lint: ok")
 	git("-C", lint, "push", "-q", remote, "main")
 	git("-C", test, "commit", "-q", "--allow-empty", "-m", "test: ok")
