@@ -23,8 +23,10 @@ func ExampleRunner() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
+	// A fixed identity, and none of the user's git config (a signing key, say).
 	env := append(os.Environ(), "GIT_AUTHOR_NAME=CI", "GIT_AUTHOR_EMAIL=ci@example.com",
-		"GIT_COMMITTER_NAME=CI", "GIT_COMMITTER_EMAIL=ci@example.com")
+		"GIT_COMMITTER_NAME=CI", "GIT_COMMITTER_EMAIL=ci@example.com",
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	git := func(args ...string) string {
 		cmd := exec.Command("git", args...)
 		cmd.Env = env
