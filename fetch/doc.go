@@ -13,7 +13,7 @@
 //     when another process (usually another fetch) moved the ref during this fetch.
 //   - Transport failures, as push retries them: connections refused, reset or hung
 //     up, HTTP 5xx, 408 and 429, and transfers stalled under the low-speed floor
-//     (internal/stall).
+//     (internal/httpconf).
 //
 // Everything else fails at once with git's output and exit code: an authentication
 // failure, a missing repository or ref, a rejected update of a local ref

@@ -10,22 +10,58 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/gather"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // Each job of a matrix lands its commit on main through a gather: it stages the
-// commit, and waits until some job's gather has put it on the branch.
+// commit, and waits until some job's gather has put it on the branch. Here one job
+// runs alone, so it is elected and gathers its own commit; the remote is a bare
+// repository in a temporary directory.
 func ExampleRunner() {
+	dir, err := os.MkdirTemp("", "refretry-gather-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	// A fixed identity, and none of the user's git config (a signing key, say).
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=CI", "GIT_AUTHOR_EMAIL=ci@example.com",
+		"GIT_COMMITTER_NAME=CI", "GIT_COMMITTER_EMAIL=ci@example.com",
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			panic(fmt.Sprintf("git %s: %v\n%s", strings.Join(args, " "), err, out))
+		}
+		return string(out)
+	}
+	remote, work := filepath.Join(dir, "remote.git"), filepath.Join(dir, "work")
+	git("init", "-q", "--bare", "-b", "main", remote)
+	git("init", "-q", "-b", "main", work)
+	git("-C", work, "commit", "-q", "--allow-empty", "-m", "start")
+	git("-C", work, "push", "-q", remote, "main")
+	git("-C", work, "commit", "-q", "--allow-empty", "-m", "job 7's result")
+
 	r := &gather.Runner{
-		Dirs: []string{"."}, Env: os.Environ(),
-		Remote: "origin", Branch: "main",
-		Note: func(kind, msg string) { fmt.Fprintln(os.Stderr, msg) },
+		Git:  testutil.ExampleGit(), // git 2.40 or later: gather replays with merge-tree
+		Dirs: []string{work}, Env: env, Remote: "file://" + remote, Branch: "main",
 	}
 	res, err := r.Run(context.Background(), os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err) // a *ConflictError, *NotLandedError, *DiscardedError, *MovedError, …
-		os.Exit(1)
+		fmt.Println(err) // a *ConflictError, *NotLandedError, *DiscardedError, *MovedError, …
+		return
 	}
-	fmt.Printf("%s is on main (staged as %s; %d pushes)\n", res.Staged, res.ID, res.Pushes)
+	fmt.Println("landed:", res.Landed, "gathered by this job:", res.Gathered)
+	// The landed commit says which staged commit it is.
+	trailer := git("--git-dir", remote, "log", "-1", "--format=%(trailers:key="+gather.Trailer+",valueonly)", "main")
+	fmt.Println("trailer names its id:", strings.TrimSpace(trailer) == res.ID)
+	fmt.Print(git("--git-dir", remote, "log", "--format=%s", "main"))
+	// Output:
+	// landed: true gathered by this job: 1
+	// trailer names its id: true
+	// job 7's result
+	// start
 }
 
 // An operator looks at what is staged for main on the remote, and discards a commit

@@ -7,15 +7,17 @@
 //     --atomic (all refs or none).
 //   - Each attempt's outcome is read from the porcelain lines
 //     (`<flag>\t<from>:<to>\t<summary> (<reason>)`, then `Done`) and from git's stderr,
-//     including the server's `remote:` lines. [Classify] turns a failed attempt into an
-//     *Error with a [Class]; only [ClassLockContention] and [ClassTransport] are retried,
-//     and [ClassBehind] only when rebasing was asked for. Everything else, including any
+//     including the server's `remote:` lines. [Classify] turns a failed attempt into a
+//     [*failure.Error] with a [failure.Class]; only the classes that
+//     [failure.Class.Retryable] accepts are retried (lock contention, a transport
+//     failure, a lost race on the server, an unknown outcome), and [failure.Behind] only
+//     when rebasing or regenerating was asked for. Everything else, including any
 //     message the package does not know, is permanent (fail closed).
 //   - A remote lock failure counts only when the server's `remote:` lines prove it: a
 //     rejection reason alone ("failed to update refs", "atomic transaction failed", or a
 //     files-backend "reference already exists") is not enough.
 //   - A ref the server refused because another push moved it after the advertisement
-//     (its compare-and-swap failed: "is at X but expected Y") is [ClassBehind], like a
+//     (its compare-and-swap failed: "is at X but expected Y") is [failure.Behind], like a
 //     non-fast-forward: it is rebased with [Runner].Rebase, and never blindly retried.
 //   - An attempt whose outcome is unknown (the transport failed after the pack may have
 //     been applied) is verified: before the next attempt, before giving up, and when a

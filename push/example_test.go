@@ -1,11 +1,16 @@
 package push_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
 )
@@ -48,20 +53,59 @@ func ExampleParsePorcelain() {
 	// https://git.example.com/r.git true
 }
 
-// A matrix job publishes its result ref; lock contention on the server and broken
-// connections are retried under a one-minute budget.
+// Two matrix jobs publish their results on main; the other job's lands first, so
+// this one's push is rejected as behind: with Rebase, its commit is replayed onto
+// the new tip and pushed again, under the default budget. The remote here is a bare
+// repository in a temporary directory; in CI it is the forge.
 func ExampleRunner() {
+	dir, err := os.MkdirTemp("", "refretry-push-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	// A fixed identity, and none of the user's git config (a signing key, say).
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=CI", "GIT_AUTHOR_EMAIL=ci@example.com",
+		"GIT_COMMITTER_NAME=CI", "GIT_COMMITTER_EMAIL=ci@example.com",
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			panic(fmt.Sprintf("git %s: %v\n%s", strings.Join(args, " "), err, out))
+		}
+		return string(out)
+	}
+	remote, lint, test := filepath.Join(dir, "results.git"), filepath.Join(dir, "lint"), filepath.Join(dir, "test")
+	git("init", "-q", "--bare", "-b", "main", remote)
+	git("init", "-q", "-b", "main", lint)
+	git("-C", lint, "commit", "-q", "--allow-empty", "-m", "start")
+	git("-C", lint, "push", "-q", remote, "main")
+	git("clone", "-q", "file://"+remote, test) // origin, as the forge would be
+	git("-C", lint, "commit", "-q", "--allow-empty", "-m", "lint: ok")
+	git("-C", lint, "push", "-q", remote, "main")
+	git("-C", test, "commit", "-q", "--allow-empty", "-m", "test: ok")
+
 	p := &push.Runner{
-		Dirs: []string{"."}, Env: os.Environ(),
+		Dirs: []string{test}, Env: env, Rebase: true,
 		OnAttempt: func(a retry.Attempt) {
-			if a.Err != nil && !a.Final {
-				fmt.Fprintf(os.Stderr, "attempt %d: %v; retrying in %v\n", a.Number, a.Err, a.Delay)
+			var f *failure.Error
+			if errors.As(a.Err, &f) {
+				fmt.Printf("attempt %d: %s\n", a.Number, f.Class)
 			}
 		},
 	}
-	res, err := p.Run(context.Background(), []string{"origin", "HEAD:refs/ci/1234/lint"}, os.Stdout, os.Stderr)
+	var stderr bytes.Buffer // git's human table of the final attempt
+	res, err := p.Run(context.Background(), []string{"origin", "main"}, os.Stdout, &stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Printf("%v\n%s", err, stderr.Bytes())
 	}
-	os.Exit(res.ExitCode)
+	fmt.Printf("exit code %d after %d attempts\n", res.ExitCode, res.Attempts)
+	fmt.Print(git("--git-dir", remote, "log", "--format=%s", "main"))
+	// Output:
+	// attempt 1: behind
+	// exit code 0 after 2 attempts
+	// test: ok
+	// lint: ok
+	// start
 }

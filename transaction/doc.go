@@ -5,15 +5,15 @@
 //   - git always receives the caller's arguments verbatim. [ParseArgs] reads them only
 //     as far as needed (is it --stdin? -z? -d? --batch-updates?); arguments it cannot
 //     read with certainty run git once, unwrapped.
-//   - Only lock contention is retried ([ClassLockContention]). [Classify] reads git's
-//     final C-locale message; anything it does not recognise is [ClassOther] and is
+//   - Only lock contention is retried ([failure.LockContention]). [Classify] reads git's
+//     final C-locale message; anything it does not recognise is [failure.Other] and is
 //     never retried (fail closed). A held lock that is stale stops the run at once
-//     ([ClassStaleLock]): older than the stale-after limit with no running holder on
+//     ([failure.StaleLock]): older than the stale-after limit with no running holder on
 //     record, or with a holder pid that is not running here and older than the pid
 //     grace ([Settings]). A missing pid alone, git's "no longer running" advice
 //     included, is lock contention: a holder in another pid namespace (another
 //     container sharing the repository) looks just the same.
-//   - --stdin input is read once into a [spool] (memory, then an unlinked temporary
+//   - --stdin input is read once into a spool (memory, then an unlinked temporary
 //     file) and replayed whole on each attempt. With start/prepare/commit/abort, the
 //     caller's stream is proxied: a lock failure is retried by replaying the
 //     transaction in a fresh git, and the caller sees each "<verb>: ok" once, in order.

@@ -75,6 +75,17 @@ func newGitPath() (path string, ok bool) {
 	return path, !errors.Is(err, fs.ErrNotExist)
 }
 
+// ExampleGit is the git an Example runs where the system git is too old (gather needs
+// 2.40; these machines have 2.39): git 2.55 where NewGit finds it, else "git" from
+// PATH. An Example cannot skip, so where neither will do it fails, with the message
+// of the code it documents.
+func ExampleGit() string {
+	if path, ok := newGitPath(); ok {
+		return path
+	}
+	return "git"
+}
+
 // SystemGit returns the system git (2.39 on these machines), which lacks reftable.
 func SystemGit(t testing.TB) Git {
 	t.Helper()
