@@ -5,6 +5,7 @@ package testutil
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -73,6 +74,22 @@ func newGitPath() (path string, ok bool) {
 	path = filepath.Join(cache, "refretry", "git-2.55.0", "bin", "git")
 	_, err := os.Stat(path)
 	return path, !errors.Is(err, fs.ErrNotExist)
+}
+
+// MainExamplesNeedGit is a TestMain for a package whose Examples run ExampleGit: where
+// git 2.55 is not to be found they are left out (an Example cannot skip), with the
+// one line NewGit prints, unless the command line chose what to run (-run).
+func MainExamplesNeedGit(m *testing.M) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if _, ok := newGitPath(); !ok && flag.Lookup("test.run").Value.String() == "" {
+		missingOnce.Do(func() {
+			fmt.Fprintln(os.Stderr, "refretry tests: no git 2.55: skipping the tests and examples that need it; run scripts/get-git.sh (or set REFRETRY_TEST_GIT)")
+		})
+		flag.Set("test.run", "^(Test|Fuzz)")
+	}
+	os.Exit(m.Run())
 }
 
 // ExampleGit is the git an Example runs where the system git is too old (gather needs

@@ -1,0 +1,9 @@
+package gather
+
+import (
+	"testing"
+
+	"github.com/refretry/refretry/internal/harness/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.MainExamplesNeedGit(m) }
