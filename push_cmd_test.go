@@ -406,13 +406,17 @@ func TestRefusedRemote(t *testing.T) {
 			want := pushRun(t, r, nil, "git", args...)
 			log := filepath.Join(t.TempDir(), "log.jsonl")
 			got := pushRun(t, r, nil, "refretry", append([]string{"--timeout=5m", "--log-file", log}, args...)...)
-			gitLine, _, _ := strings.Cut(want.stderr, "\n")
+			// The retries' lines, git's message of the last attempt, refretry's line.
 			lines := strings.Split(strings.TrimSuffix(got.stderr, "\n"), "\n")
-			last := lines[len(lines)-1]
-			if got.code != 128 || want.code != 128 || !strings.Contains(gitLine, "Couldn't connect to server") && !strings.Contains(gitLine, "Connection refused") ||
-				len(lines) != 2 || !strings.HasPrefix(lines[0], "fatal: unable to access '"+url+"/'") ||
-				!strings.HasPrefix(last, "refretry: nothing accepted a connection to the remote in ") || !strings.HasSuffix(last, "check its URL and port "+
-				"(a remote that has never answered is retried for 10s, not the whole budget)") {
+			retries, fatal, last := lines[:max(len(lines)-2, 0)], lines[max(len(lines)-2, 0)], lines[len(lines)-1]
+			ok := got.code == 128 && want.code == 128 && len(retries) > 0 &&
+				strings.HasPrefix(want.stderr, "fatal: unable to access '"+url+"/'") && strings.HasPrefix(fatal, "fatal: unable to access '"+url+"/'") &&
+				strings.HasPrefix(last, "refretry: nothing accepted a connection to the remote in ") &&
+				strings.HasSuffix(last, "check its URL and port (a remote that has never answered is retried for 10s, not the whole budget)")
+			for _, l := range retries {
+				ok = ok && strings.HasPrefix(l, "refretry: attempt ") && strings.Contains(l, " failed (transport: fatal: unable to access '"+url+"/'")
+			}
+			if !ok {
 				t.Errorf("refretry: exit %d\n%s\ngit: exit %d\n%s", got.code, got.stderr, want.code, want.stderr)
 			}
 			b, err := os.ReadFile(log)
