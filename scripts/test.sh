@@ -112,9 +112,14 @@ if ! $stress; then
 
 	# The race detector where refretry runs goroutines of its own: group commit's
 	# leader, the engine, the --stdin session proxy (transaction), the reporter,
-	# gitexec, push, fetch, gather; and the root package, whose tests start the
-	# race-instrumented test binary as refretry (main_test.go), at their default size.
-	step "go test -race: the packages with in-process concurrency, and the root package"
+	# gitexec, push, fetch, gather; and, in the root package, whose tests start the
+	# race-instrumented test binary as refretry (main_test.go), the tests that drive
+	# those goroutines in one process: the --stdin proxy, the log writers, signals,
+	# the group-commit leader, the shim, push and fetch. Its process storms, kill
+	# rounds, git's scripts, examples and Action tests ran in tier 1 above; the stress
+	# tier runs the storms at full size under -race.
+	root_race='^(TestStdinFromFile|TestBatchUpdates.*|TestLog(PlainIsDropIn|Formats|GitHubActions|StdinAndConfig|Outcomes|Note.*)|TestSIGTERMWhileWaiting|TestGatherSIGTERM|TestCoalesce(SameRef|Patience|Off)|TestShim.*|TestPush.*|TestFetch.*|TestRefusedRemote|TestHeldLockReleased|TestInteractiveLockAtPrepare|TestBadInput|TestReliabilityKillMidInput)$'
+	step "go test -race: the packages with in-process concurrency, and the root package's tests of refretry's goroutines"
 	# git's own update-ref tests spend about half their time in lock waits of git's
 	# (docs/reliability.md): they run beside the race detector's step, which keeps
 	# the cores busy meanwhile, and their output is printed when they end.
@@ -122,7 +127,8 @@ if ! $stress; then
 	setsid scripts/git-suite.sh t1400-update-ref.sh t1404-update-ref-errors.sh >"$bin/git-suite.log" 2>&1 &
 	suite=$!
 	go test -race -count=1 ./internal/group ./internal/engine ./transaction ./internal/report \
-		./internal/gitexec ./push ./fetch ./gather .
+		./internal/gitexec ./push ./fetch ./gather
+	go test -race -count=1 -run "$root_race" .
 
 	step "model-checked soak (short; make soak and the stress tier run longer ones)"
 	go run ./internal/harness/soak -seconds 60 -git "$REFRETRY_TEST_GIT" -old-git "$(command -v git)" -refretry "$bin/refretry"
