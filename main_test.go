@@ -571,8 +571,9 @@ func TestSIGTERMWhileWaiting(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("no second attempt waiting; stderr %q", errOut.String())
 				}
-				waiting = gitChild(cmd, exited) != 0 &&
-					(bc.backend == "reftable" || contains(lockFiles(r.GitDir), r.LockPath("refs/heads/a-free")))
+				pid := gitChild(cmd, exited)
+				waiting = pid != 0 &&
+					(bc.backend == "reftable" || contains(lockFiles(r.GitDir), r.LockPath("refs/heads/a-free")) && asleep(pid))
 			}
 			start := time.Now()
 			cmd.Process.Signal(syscall.SIGTERM)
@@ -598,6 +599,24 @@ func TestSIGTERMWhileWaiting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// asleep reports whether pid sleeps other than in read(2): a git with the free ref's
+// lock file seen is then in its lock wait for the held one, past the moment between
+// creating that file and registering it for removal at a signal, when a SIGTERM
+// would leave it behind (git's own window, which a loaded machine can stretch).
+func asleep(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// "pid (comm) S ...": the state follows the command's closing parenthesis.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) || stat[i+2] != 'S' {
+		return false
+	}
+	sc, err := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
+	return err == nil && readSyscall != "" && !strings.HasPrefix(string(sc), readSyscall+" ")
 }
 
 type syncBuffer struct {
