@@ -254,13 +254,13 @@ func errorClass(line, msg string) *finding {
 	switch {
 	case strings.HasPrefix(msg, "task '") && strings.HasSuffix(msg, "' failed"):
 		return nil // auto-maintenance after the fetch
-	case containsAny(msg, effectSigns):
+	case gitmsg.ContainsAny(msg, effectSigns):
 		return nil
-	case containsAny(msg, notFoundSigns):
+	case gitmsg.ContainsAny(msg, notFoundSigns):
 		return &finding{failure.NotFound, line}
-	case containsAny(msg, declinedSigns):
+	case gitmsg.ContainsAny(msg, declinedSigns):
 		return &finding{failure.Declined, line}
-	case containsAny(msg, rejectedSigns):
+	case gitmsg.ContainsAny(msg, rejectedSigns):
 		return &finding{failure.Rejected, line}
 	}
 	if t := gitmsg.ReadTransport([]byte(line)); t.Line != "" {
@@ -300,13 +300,4 @@ func statusReason(status string) string {
 		return ""
 	}
 	return status[i+1 : len(status)-1]
-}
-
-func containsAny(s string, signs []string) bool {
-	for _, sign := range signs {
-		if strings.Contains(s, sign) {
-			return true
-		}
-	}
-	return false
 }

@@ -122,30 +122,21 @@ func ReadTransport(stderr []byte) Transport {
 				return Transport{}
 			}
 		}
-		for _, a := range authSigns {
-			if strings.Contains(line, a) {
-				return Transport{Auth: true}
-			}
+		if ContainsAny(line, authSigns) {
+			return Transport{Auth: true}
 		}
-		if t.Line != "" {
-			continue
-		}
-		for _, sign := range transportSigns {
-			if strings.Contains(line, sign) {
-				t.Line = line
-				break
-			}
-		}
-		if t.Line != "" {
+		if t.Line == "" && ContainsAny(line, transportSigns) {
+			t.Line = line
 			// git://'s reason follows the line that names the failure:
 			// "fatal: unable to connect to <host>:" then "<host>[0: <ip>]: errno=Connection refused".
-			t.Refused = containsAny(line, refusedSigns) || containsAny(next, refusedSigns)
+			t.Refused = ContainsAny(line, refusedSigns) || ContainsAny(next, refusedSigns)
 		}
 	}
 	return t
 }
 
-func containsAny(s string, signs []string) bool {
+// ContainsAny reports whether s contains any of signs.
+func ContainsAny(s string, signs []string) bool {
 	for _, sign := range signs {
 		if strings.Contains(s, sign) {
 			return true
