@@ -31,10 +31,15 @@ import (
 // onWait is called before the wait, only when there is one.
 //
 // Anyone who can open dir can take its flock, another user too: a line whose holder
-// is not of this user (platform.LockHeldByOtherUser) is no line of this user's
-// processes, and the caller goes ahead at once, as without it. That is checked when
-// the line is found taken and every lineCheck of waiting, so a process of another
-// user that takes the line delays an attempt by at most lineCheck
+// is not of this user (heldByOtherUser) is no line of this user's processes, and the
+// caller goes ahead, as without it. Who holds the line is looked up only while dir
+// is quiet (dirChange): each look reads /proc/locks, whose size grows with the
+// number of waiters, so every waiter looking every second cost a storm of 600 writers
+// seconds of CPU. A line whose writes land changes dir all the time; a line another
+// user holds leaves it still. A look is due when the line is found taken in a dir
+// quiet for lineCheck, at a lineCheck tick after which dir did not change, and at
+// least every lineLook whatever dir does; so a process of another user that takes
+// the line delays an attempt by about lineCheck while nothing else is written there
 // (docs/security.md).
 func waitInLine(ctx context.Context, dir string, patience func(waited time.Duration) time.Duration, onWait func()) (leave func(), queued bool) {
 	nop := func() {}
@@ -48,7 +53,9 @@ func waitInLine(ctx context.Context, dir string, patience func(waited time.Durat
 		f.Close() // no line here (or on this system): go ahead as without one
 		return nop, false
 	}
-	if platform.LockHeldByOtherUser(f) {
+	changed, quiet := dirChange(f)
+	looked := time.Now()
+	if quiet && heldByOtherUser(f) {
 		f.Close()
 		return nop, true
 	}
@@ -68,7 +75,14 @@ func waitInLine(ctx context.Context, dir string, patience func(waited time.Durat
 			return func() { f.Close() }, true
 		case <-ctx.Done():
 		case <-check.C:
-			if !platform.LockHeldByOtherUser(f) {
+			c, _ := dirChange(f)
+			still := c.Equal(changed)
+			changed = c
+			if !still && time.Since(looked) < lineLook {
+				continue
+			}
+			looked = time.Now()
+			if !heldByOtherUser(f) {
 				continue
 			}
 		case <-t.C:
@@ -85,8 +99,26 @@ func waitInLine(ctx context.Context, dir string, patience func(waited time.Durat
 	return nop, true
 }
 
-// lineCheck is how often a wait in line looks at who holds it.
-const lineCheck = time.Second
+// lineCheck is how often a wait in line looks at whether dir changed, and so
+// whether to look at who holds the line; lineLook is the longest it goes without
+// looking at who holds it.
+const (
+	lineCheck = time.Second
+	lineLook  = 10 * time.Second
+)
+
+// heldByOtherUser is platform.LockHeldByOtherUser; a test counts its calls.
+var heldByOtherUser = platform.LockHeldByOtherUser
+
+// dirChange is when dir (open as f) last changed, and whether that was lineCheck ago
+// or longer (also when it cannot be told: then a look is never skipped for it).
+func dirChange(f *os.File) (changed time.Time, quiet bool) {
+	fi, err := f.Stat()
+	if err != nil {
+		return time.Time{}, true
+	}
+	return fi.ModTime(), time.Since(fi.ModTime()) >= lineCheck
+}
 
 // openDir opens dir for its lock. (Not with os.Open, which would also set up the
 // runtime's poller for it, a cost the common path does not need.)

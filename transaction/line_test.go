@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -212,5 +213,79 @@ func TestLineForeignHolder(t *testing.T) {
 	}
 	if err := platform.Lock(f, false); !errors.Is(err, platform.ErrBusy) {
 		t.Errorf("the other user's lock: %v; want it still held (the caller went ahead without it)", err)
+	}
+}
+
+// TestLineLooksWhenQuiet: a waiter looks up who holds the line (a read of
+// /proc/locks on Linux) only while the line's directory is still, not every second
+// while writes land in it: at 600 waiters those looks cost seconds of CPU. Not
+// parallel: it counts calls through the package's heldByOtherUser.
+func TestLineLooksWhenQuiet(t *testing.T) {
+	dir := t.TempDir()
+	holder, err := openDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := platform.Lock(holder, false); err != nil {
+		t.Skipf("no flock line here: %v", err)
+	}
+	var mu sync.Mutex
+	looks := 0
+	defer func(f func(*os.File) bool) { heldByOtherUser = f }(heldByOtherUser)
+	heldByOtherUser = func(f *os.File) bool {
+		if f.Name() == dir {
+			mu.Lock()
+			looks++
+			mu.Unlock()
+		}
+		return false
+	}
+	wait := func(d time.Duration) int {
+		mu.Lock()
+		looks = 0
+		mu.Unlock()
+		leave, queued := waitInLine(context.Background(), dir, func(waited time.Duration) time.Duration { return d - waited }, nop)
+		leave()
+		if !queued {
+			t.Error("the line this test holds was reported free")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return looks
+	}
+
+	// Writes landing: a file made and removed in dir every 10 ms.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p := filepath.Join(dir, "x.lock")
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			os.WriteFile(p, nil, 0o644)
+			os.Remove(p)
+		}
+	}()
+	busy := wait(3500 * time.Millisecond)
+	close(stop)
+	<-done
+
+	// Nothing written for an hour.
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	quiet := wait(2500 * time.Millisecond)
+	t.Logf("looks at the holder: %d in 3.5 s of a busy directory, %d in 2.5 s of a still one", busy, quiet)
+	if busy > 1 { // one, if the writer stalled a whole second on a loaded machine
+		t.Errorf("%d looks at the holder while writes landed; want none", busy)
+	}
+	if quiet < 2 {
+		t.Errorf("%d looks at the holder of a line in a still directory; want one at once and one a second", quiet)
 	}
 }
