@@ -15,7 +15,7 @@ import (
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // Runner runs `git fetch` invocations, retrying what another identical fetch can fix.
@@ -39,11 +39,9 @@ type Runner struct {
 	// It is called at most once a run: after the first failure that may be retried, or
 	// before the first attempt when git waits on a server's Retry-After itself (an HTTP
 	// remote, git 2.54+), since the budget bounds that wait. nil means
-	// retry.DefaultPolicy and transaction.DefaultStaleAfter.
-	Settings func() (transaction.Settings, error)
-	// BreakStaleLocks removes a local lock found stale and fetches again, as
-	// Settings.BreakStaleLocks does.
-	BreakStaleLocks bool
+	// settings.Default(); its BreakStaleLocks removes a local lock found stale and
+	// fetches again.
+	Settings func() (settings.Settings, error)
 	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
 	// *failure.Error.
 	OnAttempt func(retry.Attempt)
@@ -76,22 +74,12 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 	f.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), p.StallFloor)
 	f.env = gitexec.WithLockWait(f.http.Env(p.Env), gitexec.FirstLockWait)
 	eng := &engine.Engine{
-		Settings:  p.settings,
+		Settings:  p.Settings,
 		OnAttempt: func(a retry.Attempt) { f.attempts = a.Number; p.onAttempt(a) },
 		Note:      p.Note, Clock: p.Clock, Rand: p.Rand,
 	}
 	code, err := eng.Run(ctx, f)
 	return Result{ExitCode: code, Attempts: f.attempts}, err
-}
-
-func (p *Runner) settings() (engine.Settings, error) {
-	s := transaction.Settings{Policy: retry.DefaultPolicy(), StaleAfter: transaction.DefaultStaleAfter}
-	var err error
-	if p.Settings != nil {
-		s, err = p.Settings()
-	}
-	s.BreakStaleLocks = s.BreakStaleLocks || p.BreakStaleLocks
-	return engine.Settings(s), err
 }
 
 func (p *Runner) onAttempt(a retry.Attempt) {

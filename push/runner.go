@@ -11,7 +11,7 @@ import (
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // Runner runs `git push` invocations, retrying what can succeed on another attempt.
@@ -44,8 +44,8 @@ type Runner struct {
 	// apply: a remote lock is the server's). It is called at most once a run: after
 	// the first failure that may be retried, or before the first attempt when git waits
 	// on a server's Retry-After itself (an HTTP remote, git 2.54+), since the budget
-	// bounds that wait. nil means retry.DefaultPolicy.
-	Settings func() (transaction.Settings, error)
+	// bounds that wait. nil means settings.Default().
+	Settings func() (settings.Settings, error)
 	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
 	// *failure.Error.
 	OnAttempt func(retry.Attempt)
@@ -81,13 +81,7 @@ func (p *Runner) Run(ctx context.Context, rawArgs []string, stdout, stderr io.Wr
 	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.StallFloor)
 	r.env = r.http.Env(p.Env)
 	eng := &engine.Engine{
-		Settings: func() (engine.Settings, error) {
-			if p.Settings == nil {
-				return engine.Settings{Policy: retry.DefaultPolicy()}, nil
-			}
-			s, err := p.Settings()
-			return engine.Settings(s), err
-		},
+		Settings: p.Settings,
 		OnAttempt: func(a retry.Attempt) {
 			r.attempts = a.Number
 			if p.OnAttempt != nil {

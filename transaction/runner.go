@@ -17,27 +17,8 @@ import (
 	"github.com/refretry/refretry/internal/lockfile"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 )
-
-// DefaultStaleAfter is how old a lock must be before it is called stale. git holds ref
-// locks for milliseconds; docs/defaults.md has the measurements.
-const DefaultStaleAfter = 2 * time.Minute
-
-// Settings are the knobs a Runner needs only once something has failed.
-type Settings struct {
-	Policy retry.Policy
-	// StaleAfter is the age past which a lock is stale; 0 means that age alone never
-	// makes one stale. refretry uses DefaultStaleAfter.
-	StaleAfter time.Duration
-	// PIDGrace is the age past which a lock whose holder pid (from its ~pid.lock, or
-	// git's "no longer running" advice) is not running here is stale; 0 means
-	// StaleAfter. Before it the lock is waited for like any other: a holder in another
-	// pid namespace (another container sharing the repository) looks just the same.
-	PIDGrace time.Duration
-	// BreakStaleLocks: remove a lock found stale, then retry (internal/lockfile
-	// judges and removes it).
-	BreakStaleLocks bool
-}
 
 // Runner runs `git update-ref` invocations, retrying lock contention. Its fields are
 // its configuration, which Run only reads: one Runner may run any number of updates,
@@ -59,11 +40,9 @@ type Runner struct {
 	// Settings supplies the retry policy and the stale-lock settings. It is called at
 	// most once a run, after the first lock-contention failure, so that reading them
 	// (from git config, say) costs nothing when the first attempt succeeds. nil means
-	// retry.DefaultPolicy() and DefaultStaleAfter.
-	Settings func() (Settings, error)
-	// BreakStaleLocks removes a lock that is stale and retries, as
-	// Settings.BreakStaleLocks does (docs/reliability.md).
-	BreakStaleLocks bool
+	// settings.Default(); its BreakStaleLocks removes a lock found stale, then retries
+	// (docs/reliability.md).
+	Settings func() (settings.Settings, error)
 	// CountRefs makes a --stdin run count the updates of its input for Result (a
 	// regular file is then read once more, at the end).
 	CountRefs bool
@@ -155,15 +134,7 @@ func writerOr(w io.Writer) io.Writer {
 // engine is the attempt loop for this run.
 func (r *run) engine() *engine.Engine {
 	return &engine.Engine{
-		Settings: func() (engine.Settings, error) {
-			s := Settings{Policy: retry.DefaultPolicy(), StaleAfter: DefaultStaleAfter}
-			var err error
-			if r.Runner.Settings != nil {
-				s, err = r.Runner.Settings()
-			}
-			s.BreakStaleLocks = s.BreakStaleLocks || r.BreakStaleLocks
-			return engine.Settings(s), err
-		},
+		Settings: r.Runner.Settings,
 		OnAttempt: func(a retry.Attempt) {
 			r.attempts++
 			if r.OnAttempt != nil {
@@ -279,7 +250,7 @@ func (r *run) heldLockStale(a *engine.Attempt) bool {
 	if err != nil {
 		return false
 	}
-	return lockfile.Look(&failure.Lock{Path: lock}, s.Rule(), time.Now())
+	return lockfile.Look(&failure.Lock{Path: lock}, engine.Rule(s), time.Now())
 }
 
 // passthrough runs git once with the caller's streams: for arguments refretry cannot

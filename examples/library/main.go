@@ -22,6 +22,7 @@ import (
 
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 	"github.com/refretry/refretry/transaction"
 )
 
@@ -58,8 +59,8 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 		Dirs: []string{dir},
 		Env:  os.Environ(),
 		// Called only once something has failed on a lock.
-		Settings: func() (transaction.Settings, error) {
-			return transaction.Settings{Policy: policy, StaleAfter: 2 * time.Minute}, nil
+		Settings: func() (settings.Settings, error) {
+			return settings.Settings{Policy: policy, StaleAfter: 2 * time.Minute}, nil
 		},
 		OnAttempt: func(a retry.Attempt) {
 			if a.Err != nil && !a.Final {
