@@ -64,7 +64,7 @@ type Result struct {
 // to every attempt (with --stdin it is read once and given again); the final attempt's
 // output reaches stdout and stderr as git wrote it. The error is a *failure.Error, a
 // *retry.ExhaustedError or *retry.ResolveError wrapping one, or an error matching
-// ErrGitNotFound.
+// [failure.ErrGitNotFound].
 func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	input, err := readInput(stdin, args)
 	if err != nil {
@@ -136,7 +136,7 @@ func (f *fetchRun) refGone(ctx context.Context, ref string) bool {
 
 // Final writes the final attempt's output.
 func (f *fetchRun) Final(err error) (int, error) {
-	if errors.Is(err, ErrGitNotFound) {
+	if errors.Is(err, failure.ErrGitNotFound) {
 		return 128, err
 	}
 	if _, werr := writerOrDiscard(f.stdout).Write(f.last.Stdout); werr != nil && err == nil {

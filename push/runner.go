@@ -75,7 +75,7 @@ type Result struct {
 // caller asked for it, else rendered as git's human table on stderr. The error is a
 // *failure.Error (a rebase or regeneration failure is one too, its Cause a
 // *RebaseError or *RegenerateError), a *retry.ExhaustedError or *retry.ResolveError
-// wrapping one, or an error matching ErrGitNotFound.
+// wrapping one, or an error matching [failure.ErrGitNotFound].
 func (p *Runner) Run(ctx context.Context, rawArgs []string, stdout, stderr io.Writer) (Result, error) {
 	r := &pushRun{Runner: p, args: ParseArgs(rawArgs), stdout: stdout, stderr: stderr}
 	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.StallFloor)
@@ -218,7 +218,7 @@ func (r *pushRun) proved(a *engine.Attempt) engine.Next {
 
 // Final writes the final attempt's output, or what a proved or empty success reports.
 func (r *pushRun) Final(err error) (int, error) {
-	if errors.Is(err, ErrGitNotFound) {
+	if errors.Is(err, failure.ErrGitNotFound) {
 		return 128, err
 	}
 	r.report = r.verdict.report

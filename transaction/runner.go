@@ -105,7 +105,7 @@ type run struct {
 // *os.File or a pipe, after Run to release it). git's stdout and stderr reach stdout
 // and stderr as git wrote them, from the final attempt only. The error is a
 // *failure.Error, a *retry.ExhaustedError or *retry.ResolveError wrapping one, or an
-// error matching ErrGitNotFound.
+// error matching [failure.ErrGitNotFound].
 func (rr *Runner) Run(ctx context.Context, args Args, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	r := &run{Runner: rr, stdin: stdin, stdout: writerOr(stdout), stderr: writerOr(stderr)}
 	var res Result
@@ -363,7 +363,7 @@ func (c *singleCmd) Attempt(ctx context.Context, a *engine.Attempt) error {
 }
 
 func (c *singleCmd) Final(err error) (int, error) {
-	if errors.Is(err, ErrGitNotFound) {
+	if errors.Is(err, failure.ErrGitNotFound) {
 		return c.code, err
 	}
 	if _, werr := c.out.WriteTo(c.r.stdout); werr != nil && err == nil {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
@@ -85,7 +86,7 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	code := 0
 	if err != nil {
 		code = 1
-		if errors.Is(err, push.ErrGitNotFound) {
+		if errors.Is(err, failure.ErrGitNotFound) {
 			code = report.ExitGitMissing
 		}
 	}

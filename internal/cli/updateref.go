@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/group"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/repo"
@@ -76,7 +77,7 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 	}
 	res, err := r.Run(in.ctx, args, stdin, in.s.Stdout, stderr)
 	lg.Finish(res.ExitCode, err, refs) // refretry's line about a failure, and the summary when logging
-	if errors.Is(err, transaction.ErrGitNotFound) {
+	if errors.Is(err, failure.ErrGitNotFound) {
 		return exitError(report.ExitGitMissing)
 	}
 	if res.ExitCode != 0 {
