@@ -31,10 +31,6 @@ type Runner struct {
 	// --git-dir here sets GIT_DIR in Env to the same value, as git itself does.
 	GlobalArgs []string
 
-	// StallFloor is given to git unless the caller configured one; the zero value
-	// means a transfer slower than a byte a second for 30 s.
-	StallFloor httpconf.Floor
-
 	// Settings supplies the retry schedule and budget and the stale-lock settings.
 	// It is called at most once a run: after the first failure that may be retried, or
 	// before the first attempt when git waits on a server's Retry-After itself (an HTTP
@@ -71,7 +67,7 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 		return Result{ExitCode: 128}, err
 	}
 	f := &fetchRun{Runner: p, args: args, input: input, stdout: stdout, stderr: stderr}
-	f.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), p.StallFloor)
+	f.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), httpconf.Floor{})
 	f.env = gitexec.WithLockWait(f.http.Env(p.Env), gitexec.FirstLockWait)
 	eng := &engine.Engine{
 		Settings:  p.Settings,

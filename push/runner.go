@@ -36,9 +36,6 @@ type Runner struct {
 	// top of the work tree, and what it changed is committed with the job's author and
 	// message and pushed (regenerate.go). The job's own commit is kept at OriginalRef.
 	Regenerate string
-	// StallFloor is given to git unless the caller configured one; the zero value
-	// means DefaultStallFloor.
-	StallFloor StallFloor
 
 	// Settings supplies the retry schedule and budget (the stale-lock settings do not
 	// apply: a remote lock is the server's). It is called at most once a run: after
@@ -56,6 +53,11 @@ type Runner struct {
 	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
 	Clock retry.Clock
 	Rand  func() float64
+
+	// stallFloor is given to git unless the caller configured one; the zero value
+	// means httpconf.Default. Only the tests change it (export_test.go): a caller
+	// sets its own floor as git takes it, in Env or git config.
+	stallFloor httpconf.Floor
 }
 
 // Result is what a Run did.
@@ -78,7 +80,7 @@ type Result struct {
 // wrapping one, or an error matching [failure.ErrGitNotFound].
 func (p *Runner) Run(ctx context.Context, rawArgs []string, stdout, stderr io.Writer) (Result, error) {
 	r := &pushRun{Runner: p, args: ParseArgs(rawArgs), stdout: stdout, stderr: stderr}
-	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.StallFloor)
+	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.stallFloor)
 	r.env = r.http.Env(p.Env)
 	eng := &engine.Engine{
 		Settings: p.Settings,
