@@ -381,7 +381,7 @@ func (u *run) stage(ctx context.Context, commit string) error {
 		Note: u.Note,
 	}
 	args := append(append(append([]string(nil), u.PushOptions...), "--porcelain", u.Remote), commit+":"+ref)
-	res, err := p.Run(ctx, args, &out, &errOut)
+	res, err := p.Run(ctx, args, nil, &out, &errOut)
 	if res.ExitCode != 0 {
 		u.stderr().Write(errOut.Bytes())
 		var pe *failure.Error

@@ -144,7 +144,7 @@ func (p *pushRepos) run(t *testing.T, policy retry.Policy, rebase bool) pushResu
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr strings.Builder
-	out, err := r.Run(ctx, pushArgs, &stdout, &stderr)
+	out, err := r.Run(ctx, pushArgs, nil, &stdout, &stderr)
 	res.code, res.err, res.stdout, res.stderr = out.ExitCode, err, stdout.String(), stderr.String()
 	if n := len(res.attempts.List()); out.Attempts != n {
 		t.Errorf("Result.Attempts %d, but OnAttempt was called %d times", out.Attempts, n)

@@ -200,7 +200,7 @@ func (c *client) push(policy retry.Policy, configure func(*push.Runner), args ..
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	res, err := p.Run(ctx, args, &out, &errOut)
+	res, err := p.Run(ctx, args, nil, &out, &errOut)
 	r.code, r.err, r.report = res.ExitCode, err, res.Report
 	r.stdout, r.stderr = out.String(), errOut.String()
 	return *r

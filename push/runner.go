@@ -72,13 +72,15 @@ type Result struct {
 }
 
 // Run pushes with the caller's arguments (verbatim) until the push succeeds, fails
-// for a reason that another attempt cannot fix, or the budget is spent. git's output
+// for a reason that another attempt cannot fix, or the budget is spent. stdin is not
+// read (git push takes no input; nil will do): it is there so that the Runners of
+// transaction, push and fetch run alike. git's output
 // from the final attempt reaches stdout and stderr: the porcelain on stdout when the
 // caller asked for it, else rendered as git's human table on stderr. The error is a
 // *failure.Error (a rebase or regeneration failure is one too, its Cause a
 // *RebaseError or *RegenerateError), a *retry.ExhaustedError or *retry.ResolveError
 // wrapping one, or an error matching [failure.ErrGitNotFound].
-func (p *Runner) Run(ctx context.Context, rawArgs []string, stdout, stderr io.Writer) (Result, error) {
+func (p *Runner) Run(ctx context.Context, rawArgs []string, _ io.Reader, stdout, stderr io.Writer) (Result, error) {
 	r := &pushRun{Runner: p, args: ParseArgs(rawArgs), stdout: stdout, stderr: stderr}
 	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.stallFloor)
 	r.env = r.http.Env(p.Env)

@@ -97,8 +97,9 @@ type run struct {
 	lockStale      bool       // the head of the line found the lock stale
 }
 
-// Run runs update-ref with args (the caller's arguments, verbatim) until it succeeds,
-// fails for a reason other than lock contention, or the retry budget is spent. stdin
+// Run runs update-ref with args (the caller's arguments, verbatim; [ParseArgs] says
+// how refretry reads them) until it succeeds, fails for a reason other than lock
+// contention, or the retry budget is spent. stdin
 // is the caller's input: with --stdin it is read by a goroutine as fast as it comes,
 // independently of git; if git fails before the input ends, Run returns and that
 // goroutine stays blocked in Read until the input ends or fails (close the reader, an
@@ -106,7 +107,8 @@ type run struct {
 // and stderr as git wrote them, from the final attempt only. The error is a
 // *failure.Error, a *retry.ExhaustedError or *retry.ResolveError wrapping one, or an
 // error matching [failure.ErrGitNotFound].
-func (rr *Runner) Run(ctx context.Context, args Args, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+func (rr *Runner) Run(ctx context.Context, rawArgs []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	args := ParseArgs(rawArgs)
 	r := &run{Runner: rr, stdin: stdin, stdout: writerOr(stdout), stderr: writerOr(stderr)}
 	var res Result
 	var err error

@@ -98,7 +98,7 @@ func (s *sessionRepo) run(t *testing.T, policy retry.Policy, stdin io.Reader, ar
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	out, err := runner.Run(ctx, ParseArgs(args), stdin, &stdout, &stderr)
+	out, err := runner.Run(ctx, args, stdin, &stdout, &stderr)
 	res.code, res.err, res.stdout, res.stderr = out.ExitCode, err, stdout.String(), stderr.String()
 	if n := len(res.attempts.List()); out.Attempts != n {
 		t.Errorf("Result.Attempts %d, but OnAttempt was called %d times", out.Attempts, n)

@@ -68,7 +68,7 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 			}
 		},
 	}
-	res, err := r.Run(ctx, transaction.ParseArgs([]string{"-m", "CI result", "--stdin"}), &input, os.Stdout, os.Stderr)
+	res, err := r.Run(ctx, []string{"-m", "CI result", "--stdin"}, &input, os.Stdout, os.Stderr)
 
 	var te *failure.Error
 	var exhausted *retry.ExhaustedError

@@ -76,7 +76,7 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 			Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
 			Rebase: c.Rebase, Regenerate: c.Regenerate, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 		}
-		res, err := p.Run(in.ctx, append(append(opts, remote), src+":refs/heads/"+branch), in.s.Stdout, lg.Stderr())
+		res, err := p.Run(in.ctx, append(append(opts, remote), src+":refs/heads/"+branch), nil, in.s.Stdout, lg.Stderr())
 		lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 		if res.ExitCode != 0 {
 			return exitError(res.ExitCode)

@@ -75,7 +75,7 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 		}
 		defer out.Lease.Release()
 	}
-	res, err := r.Run(in.ctx, args, stdin, in.s.Stdout, stderr)
+	res, err := r.Run(in.ctx, c.Args, stdin, in.s.Stdout, stderr)
 	lg.Finish(res.ExitCode, err, refs) // refretry's line about a failure, and the summary when logging
 	if errors.Is(err, failure.ErrGitNotFound) {
 		return exitError(report.ExitGitMissing)
