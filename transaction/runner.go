@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/cliopts"
 	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/lockfile"
@@ -32,10 +33,6 @@ type Runner struct {
 	// the repository reads only Dirs and Env, so a caller that passes --git-dir here
 	// sets GIT_DIR in Env to the same value, as git itself does.
 	GlobalArgs []string
-	// GitDir and CommonDir are the repository's directories if the caller has
-	// found them already (as internal/repo does); otherwise the Runner looks for
-	// them itself when it needs them.
-	GitDir, CommonDir string
 
 	// Settings supplies the retry policy and the stale-lock settings. It is called at
 	// most once a run, after the first lock-contention failure, so that reading them
@@ -43,9 +40,6 @@ type Runner struct {
 	// settings.Default(); its BreakStaleLocks removes a lock found stale, then retries
 	// (docs/reliability.md).
 	Settings func() (settings.Settings, error)
-	// CountRefs makes a --stdin run count the updates of its input for Result (a
-	// regular file is then read once more, at the end).
-	CountRefs bool
 
 	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
 	// *failure.Error.
@@ -53,18 +47,9 @@ type Runner struct {
 	// Note, if set, is told what the Runner did besides running git (a stale lock it
 	// removed), as a kind and a line.
 	Note func(kind, msg string)
-	// BeforeWait, if set, is called (once) before the Runner first waits for
-	// something other than a single git attempt: a retry, a place in the line, a
-	// --stdin session or a git run with the caller's streams. A command sets up its
-	// signal handling there, so that an update that needs one git pays nothing for it.
-	BeforeWait func()
 	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
 	Clock retry.Clock
 	Rand  func() float64
-
-	// SpoolMemory and SpoolDir configure where large input is kept between attempts.
-	SpoolMemory int
-	SpoolDir    string
 }
 
 // Result is what a Run did.
@@ -72,19 +57,19 @@ type Result struct {
 	ExitCode int // the exit code to exit with: git's final one
 	Attempts int
 	// Updates is how many ref updates the command asked for (the one of the one-ref
-	// forms; with CountRefs, those of the --stdin input); -1 when not counted.
-	// Refs are the first MaxRefs of them.
+	// forms); -1 when not counted (a --stdin input). Refs are the first 20 of them.
 	Updates int
 	Refs    []string
 }
 
-// MaxRefs bounds Result.Refs.
-const MaxRefs = 20
+// maxRefs bounds Result.Refs.
+const maxRefs = 20
 
 // run is one call of [Runner.Run]: the Runner's configuration, which it does not
 // change, and the state of this call alone.
 type run struct {
 	*Runner
+	cli            cliopts.UpdateRef // what the refretry command set for this run
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	attempts       int
@@ -109,7 +94,7 @@ type run struct {
 // error matching [failure.ErrGitNotFound].
 func (rr *Runner) Run(ctx context.Context, rawArgs []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	args := ParseArgs(rawArgs)
-	r := &run{Runner: rr, stdin: stdin, stdout: writerOr(stdout), stderr: writerOr(stderr)}
+	r := &run{Runner: rr, cli: cliopts.UpdateRefOf(ctx), stdin: stdin, stdout: writerOr(stdout), stderr: writerOr(stderr)}
 	var res Result
 	var err error
 	switch {
@@ -166,8 +151,8 @@ func (r *run) updateRef(ctx context.Context, args Args) *exec.Cmd {
 }
 
 func (r *run) beforeWait() {
-	if r.BeforeWait != nil {
-		r.waitOnce.Do(r.BeforeWait)
+	if r.cli.BeforeWait != nil {
+		r.waitOnce.Do(r.cli.BeforeWait)
 	}
 }
 
@@ -344,7 +329,7 @@ type singleCmd struct {
 func (c *singleCmd) Attempt(ctx context.Context, a *engine.Attempt) error {
 	r := c.r
 	closeSpools(c.out, c.errOut)
-	c.out, c.errOut = newSpool(r.SpoolMemory, r.SpoolDir), newSpool(r.SpoolMemory, r.SpoolDir)
+	c.out, c.errOut = newSpool(0, ""), newSpool(0, "")
 	leave := r.enterLine(ctx, a, true)
 	defer leave()
 	var err error
