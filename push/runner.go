@@ -80,8 +80,8 @@ type Result struct {
 // *failure.Error (a rebase or regeneration failure is one too, its Cause a
 // *RebaseError or *RegenerateError), a *retry.ExhaustedError or *retry.ResolveError
 // wrapping one, or an error matching [failure.ErrGitNotFound].
-func (p *Runner) Run(ctx context.Context, rawArgs []string, _ io.Reader, stdout, stderr io.Writer) (Result, error) {
-	r := &pushRun{Runner: p, args: ParseArgs(rawArgs), stdout: stdout, stderr: stderr}
+func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	r := &pushRun{Runner: p, args: ParseArgs(args), stdout: stdout, stderr: stderr}
 	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.stallFloor)
 	r.env = r.http.Env(p.Env)
 	eng := &engine.Engine{

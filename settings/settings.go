@@ -6,9 +6,9 @@
 //
 // It is a package of its own, with nothing below it but package retry, so that a
 // caller of push, fetch or gather sets a budget without importing transaction, and so
-// that the engine all four run in (internal/engine) reads the very type they take. It
-// is not part of package retry because retry knows nothing about git, and a lock's
-// staleness is git's.
+// that refretry's one attempt loop (internal/engine) reads the very type the Runners
+// take. It is not part of package [retry] because retry knows nothing about git, and a
+// lock's staleness is git's.
 package settings
 
 import (
@@ -38,8 +38,8 @@ type Settings struct {
 	BreakStaleLocks bool
 }
 
-// Default is what a Runner whose Settings function is nil uses: retry.DefaultPolicy
-// and DefaultStaleAfter, stale locks waited for and never removed.
+// Default is what a Runner whose Settings function is nil uses: [retry.DefaultPolicy]
+// and [DefaultStaleAfter], stale locks waited for and never removed.
 func Default() Settings {
 	return Settings{Policy: retry.DefaultPolicy(), StaleAfter: DefaultStaleAfter}
 }

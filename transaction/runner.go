@@ -92,8 +92,12 @@ type run struct {
 // and stderr as git wrote them, from the final attempt only. The error is a
 // *failure.Error, a *retry.ExhaustedError or *retry.ResolveError wrapping one, or an
 // error matching [failure.ErrGitNotFound].
-func (rr *Runner) Run(ctx context.Context, rawArgs []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
-	args := ParseArgs(rawArgs)
+func (rr *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	return rr.run(ctx, ParseArgs(args), stdin, stdout, stderr)
+}
+
+// run is Run with the arguments read.
+func (rr *Runner) run(ctx context.Context, args Args, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	r := &run{Runner: rr, cli: cliopts.UpdateRefOf(ctx), stdin: stdin, stdout: writerOr(stdout), stderr: writerOr(stderr)}
 	var res Result
 	var err error
