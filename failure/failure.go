@@ -9,10 +9,16 @@
 package failure
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 )
+
+// ErrGitNotFound is matched (errors.Is) by the error a Runner's Run returns, in every
+// package of refretry, when git cannot be started: the executable is missing or not
+// executable, or the system refused a new process.
+var ErrGitNotFound = errors.New("git could not be started")
 
 // Class is what kind of failure a command ended with. Each command uses the classes
 // that fit it; Retryable says which another identical attempt may get past.

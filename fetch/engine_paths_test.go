@@ -19,7 +19,7 @@ import (
 	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // The engine-path tests run `git fetch origin` through a Runner whose git is the fake
@@ -108,8 +108,8 @@ func (f *fetchRepos) run(t *testing.T, policy retry.Policy) fetchResult {
 	res := fetchResult{attempts: &fakegittest.Attempts{}, clock: fakegittest.NewClock()}
 	p := &Runner{
 		Git: f.fake.Bin, Dirs: []string{f.clone}, Env: f.fake.Env(f.env),
-		Settings: func() (transaction.Settings, error) {
-			return transaction.Settings{Policy: policy, StaleAfter: transaction.DefaultStaleAfter}, nil
+		Settings: func() (settings.Settings, error) {
+			return settings.Settings{Policy: policy, StaleAfter: settings.DefaultStaleAfter}, nil
 		},
 		OnAttempt: res.attempts.Record, Clock: res.clock, Rand: fakegittest.Rand,
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // Runner runs `git fetch` invocations, retrying what another identical fetch can fix.
@@ -31,19 +31,13 @@ type Runner struct {
 	// --git-dir here sets GIT_DIR in Env to the same value, as git itself does.
 	GlobalArgs []string
 
-	// StallFloor is given to git unless the caller configured one; the zero value
-	// means a transfer slower than a byte a second for 30 s.
-	StallFloor httpconf.Floor
-
 	// Settings supplies the retry schedule and budget and the stale-lock settings.
 	// It is called at most once a run: after the first failure that may be retried, or
 	// before the first attempt when git waits on a server's Retry-After itself (an HTTP
 	// remote, git 2.54+), since the budget bounds that wait. nil means
-	// retry.DefaultPolicy and transaction.DefaultStaleAfter.
-	Settings func() (transaction.Settings, error)
-	// BreakStaleLocks removes a local lock found stale and fetches again, as
-	// Settings.BreakStaleLocks does.
-	BreakStaleLocks bool
+	// settings.Default(); its BreakStaleLocks removes a local lock found stale and
+	// fetches again.
+	Settings func() (settings.Settings, error)
 	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
 	// *failure.Error.
 	OnAttempt func(retry.Attempt)
@@ -66,32 +60,22 @@ type Result struct {
 // to every attempt (with --stdin it is read once and given again); the final attempt's
 // output reaches stdout and stderr as git wrote it. The error is a *failure.Error, a
 // *retry.ExhaustedError or *retry.ResolveError wrapping one, or an error matching
-// ErrGitNotFound.
+// [failure.ErrGitNotFound].
 func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	input, err := readInput(stdin, args)
 	if err != nil {
 		return Result{ExitCode: 128}, err
 	}
 	f := &fetchRun{Runner: p, args: args, input: input, stdout: stdout, stderr: stderr}
-	f.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), p.StallFloor)
+	f.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), httpconf.Floor{})
 	f.env = gitexec.WithLockWait(f.http.Env(p.Env), gitexec.FirstLockWait)
 	eng := &engine.Engine{
-		Settings:  p.settings,
+		Settings:  p.Settings,
 		OnAttempt: func(a retry.Attempt) { f.attempts = a.Number; p.onAttempt(a) },
 		Note:      p.Note, Clock: p.Clock, Rand: p.Rand,
 	}
 	code, err := eng.Run(ctx, f)
 	return Result{ExitCode: code, Attempts: f.attempts}, err
-}
-
-func (p *Runner) settings() (engine.Settings, error) {
-	s := transaction.Settings{Policy: retry.DefaultPolicy(), StaleAfter: transaction.DefaultStaleAfter}
-	var err error
-	if p.Settings != nil {
-		s, err = p.Settings()
-	}
-	s.BreakStaleLocks = s.BreakStaleLocks || p.BreakStaleLocks
-	return engine.Settings(s), err
 }
 
 func (p *Runner) onAttempt(a retry.Attempt) {
@@ -148,7 +132,7 @@ func (f *fetchRun) refGone(ctx context.Context, ref string) bool {
 
 // Final writes the final attempt's output.
 func (f *fetchRun) Final(err error) (int, error) {
-	if errors.Is(err, ErrGitNotFound) {
+	if errors.Is(err, failure.ErrGitNotFound) {
 		return 128, err
 	}
 	if _, werr := writerOrDiscard(f.stdout).Write(f.last.Stdout); werr != nil && err == nil {

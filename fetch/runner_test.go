@@ -22,7 +22,7 @@ import (
 	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // combos are the gits and backends every fetch test runs on.
@@ -151,12 +151,15 @@ type result struct {
 
 func (r result) classes() []failure.Class { return fakegittest.ClassesOf(r.attempts) }
 
-func policy(attempts int) func() (transaction.Settings, error) {
-	return func() (transaction.Settings, error) {
-		return transaction.Settings{Policy: retry.Policy{
+func policy(attempts int) func() (settings.Settings, error) { return policyBreaking(attempts, false) }
+
+// policyBreaking is policy, removing a stale lock when breakStale is true.
+func policyBreaking(attempts int, breakStale bool) func() (settings.Settings, error) {
+	return func() (settings.Settings, error) {
+		return settings.Settings{Policy: retry.Policy{
 			InitialDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond, Multiplier: 2,
 			MaxAttempts: attempts, Timeout: time.Minute,
-		}, StaleAfter: transaction.DefaultStaleAfter}, nil
+		}, StaleAfter: settings.DefaultStaleAfter, BreakStaleLocks: breakStale}, nil
 	}
 }
 
@@ -396,7 +399,7 @@ func replaceRoot(args []string, from, to string) []string {
 
 // TestStaleLock: a lock whose ~pid.lock names a process that is gone, old enough to be
 // past any doubt, stops the fetch at once with the advice to remove it; with
-// BreakStaleLocks refretry removes it and the fetch lands.
+// Settings.BreakStaleLocks refretry removes it and the fetch lands.
 func TestStaleLock(t *testing.T) {
 	t.Parallel()
 	c := combo{testutil.NewGit(t), "files"}
@@ -414,7 +417,7 @@ func TestStaleLock(t *testing.T) {
 			for _, p := range []string{lock, pidFile} {
 				os.Chtimes(p, old, old)
 			}
-			r := w.run(func(r *fetch.Runner) { r.BreakStaleLocks = breakIt }, "origin")
+			r := w.run(func(r *fetch.Runner) { r.Settings = policyBreaking(20, breakIt) }, "origin")
 			if !breakIt {
 				var e *failure.Error
 				if r.code != 1 || !errors.As(r.err, &e) || e.Class != failure.StaleLock || len(r.attempts) != 1 {
@@ -440,7 +443,7 @@ func TestStaleLock(t *testing.T) {
 
 // TestUnseenHolder (#15): a new lock whose ~pid.lock names a pid no process here has
 // (as a live holder in another container would look) is waited for, even with
-// BreakStaleLocks: the fetch retries and lands once the lock goes. If the budget ends
+// Settings.BreakStaleLocks: the fetch retries and lands once the lock goes. If the budget ends
 // first, the advice says why the lock was still waited for.
 func TestUnseenHolder(t *testing.T) {
 	t.Parallel()
@@ -457,8 +460,7 @@ func TestUnseenHolder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := w.run(func(r *fetch.Runner) {
-				r.BreakStaleLocks = true
-				r.Settings = policy(2)
+				r.Settings = policyBreaking(2, true)
 				if lands {
 					record := r.OnAttempt
 					r.OnAttempt = func(a retry.Attempt) { record(a); os.Remove(pidFile); release() }

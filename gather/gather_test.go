@@ -16,7 +16,7 @@ import (
 	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // remote is a bare repository with main, reached over file://.
@@ -82,8 +82,8 @@ func newJob(t *testing.T, r *remote, name string, files map[string]string) job {
 func (j job) runner(r *remote, configure func(*gather.Runner)) *gather.Runner {
 	gr := &gather.Runner{
 		Git: r.g.Path, Dirs: []string{j.dir}, Env: j.env, Remote: "origin", Branch: "main", Source: "HEAD",
-		Settings: func() (transaction.Settings, error) {
-			return transaction.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
+		Settings: func() (settings.Settings, error) {
+			return settings.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
 				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
 		},
 	}
@@ -254,8 +254,8 @@ func TestGatherRacingGatherers(t *testing.T) {
 	}
 	outs := all(jobs, r, func(gr *gather.Runner) {
 		gr.LeaseTimeout = time.Nanosecond
-		gr.Settings = func() (transaction.Settings, error) {
-			return transaction.Settings{Policy: retry.Policy{Timeout: 20 * time.Second, MaxAttempts: 10, InitialDelay: time.Millisecond,
+		gr.Settings = func() (settings.Settings, error) {
+			return settings.Settings{Policy: retry.Policy{Timeout: 20 * time.Second, MaxAttempts: 10, InitialDelay: time.Millisecond,
 				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
 		}
 	})

@@ -18,7 +18,7 @@ import (
 	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // Defaults of the Runner's limits.
@@ -76,7 +76,7 @@ type Runner struct {
 	Accept []string
 	// Settings supplies the budget (its policy's Timeout bounds the whole run; the
 	// staging push is retried on its schedule). nil means retry.DefaultPolicy.
-	Settings func() (transaction.Settings, error)
+	Settings func() (settings.Settings, error)
 
 	// Note, if set, is told what happened (staged, gathered, landed, a lease taken
 	// over, a staged commit that is old), as a kind ("gather") and a line.
@@ -371,7 +371,7 @@ func (u *run) stage(ctx context.Context, commit string) error {
 	var out, errOut bytes.Buffer
 	p := &push.Runner{
 		Git: u.git(), Dirs: u.Dirs, Env: u.Env,
-		Settings: func() (transaction.Settings, error) { return transaction.Settings{Policy: u.policy}, nil },
+		Settings: func() (settings.Settings, error) { return settings.Settings{Policy: u.policy}, nil },
 		OnAttempt: func(a retry.Attempt) {
 			u.res.Pushes++
 			if u.OnAttempt != nil {
@@ -381,7 +381,7 @@ func (u *run) stage(ctx context.Context, commit string) error {
 		Note: u.Note,
 	}
 	args := append(append(append([]string(nil), u.PushOptions...), "--porcelain", u.Remote), commit+":"+ref)
-	res, err := p.Run(ctx, args, &out, &errOut)
+	res, err := p.Run(ctx, args, nil, &out, &errOut)
 	if res.ExitCode != 0 {
 		u.stderr().Write(errOut.Bytes())
 		var pe *failure.Error

@@ -29,7 +29,7 @@
 //     library may have sent the same request twice.
 //   - Unless the caller configured http.lowSpeedLimit or http.lowSpeedTime (in git
 //     config, through -c or GIT_CONFIG_*, or as GIT_HTTP_LOW_SPEED_*), git runs with a
-//     stall floor ([DefaultStallFloor]) so that a wedged transfer fails, and is retried,
+//     stall floor (fewer than a byte a second for 30 s) so that a wedged transfer fails, and is retried,
 //     instead of hanging. Remotes given as file://, ssh:// or git:// URLs, scp-like
 //     addresses or paths do not use HTTP and are left alone.
 //   - With [Runner].Rebase, a push rejected as behind (non-fast-forward, fetch first, or

@@ -17,7 +17,7 @@ import (
 	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // The engine-path tests run `git push --porcelain origin main` through a Runner whose
@@ -136,7 +136,7 @@ func (p *pushRepos) run(t *testing.T, policy retry.Policy, rebase bool) pushResu
 	res := pushResult{attempts: &fakegittest.Attempts{}, clock: fakegittest.NewClock()}
 	r := &Runner{
 		Git: p.fake.Bin, Dirs: []string{p.work}, Env: p.fake.Env(p.env), Rebase: rebase,
-		Settings:  func() (transaction.Settings, error) { return transaction.Settings{Policy: policy}, nil },
+		Settings:  func() (settings.Settings, error) { return settings.Settings{Policy: policy}, nil },
 		OnAttempt: res.attempts.Record,
 		Note:      func(kind, msg string) { res.notes = append(res.notes, kind+": "+msg) },
 		Clock:     res.clock, Rand: fakegittest.Rand,
@@ -144,7 +144,7 @@ func (p *pushRepos) run(t *testing.T, policy retry.Policy, rebase bool) pushResu
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr strings.Builder
-	out, err := r.Run(ctx, pushArgs, &stdout, &stderr)
+	out, err := r.Run(ctx, pushArgs, nil, &stdout, &stderr)
 	res.code, res.err, res.stdout, res.stderr = out.ExitCode, err, stdout.String(), stderr.String()
 	if n := len(res.attempts.List()); out.Attempts != n {
 		t.Errorf("Result.Attempts %d, but OnAttempt was called %d times", out.Attempts, n)

@@ -1,10 +1,6 @@
 package push
 
-import (
-	"fmt"
-
-	"github.com/refretry/refretry/internal/gitexec"
-)
+import "fmt"
 
 // A push's failures are *failure.Error values. Their Cause, when set, is one of these.
 
@@ -31,7 +27,3 @@ type TransportError struct {
 }
 
 func (e *TransportError) Error() string { return e.Message }
-
-// ErrGitNotFound is matched (errors.Is) by the error Run returns when git cannot be
-// started.
-var ErrGitNotFound = gitexec.ErrNotFound

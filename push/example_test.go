@@ -96,7 +96,7 @@ func ExampleRunner() {
 		},
 	}
 	var stderr bytes.Buffer // git's human table of the final attempt
-	res, err := p.Run(context.Background(), []string{"origin", "main"}, os.Stdout, &stderr)
+	res, err := p.Run(context.Background(), []string{"origin", "main"}, nil, os.Stdout, &stderr)
 	if err != nil {
 		fmt.Printf("%v\n%s", err, stderr.Bytes())
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // TestGiteaGatherKey: through a real Gitea (its hooks run on every ref), the issue's
@@ -36,8 +36,8 @@ func TestGiteaGatherKey(t *testing.T) {
 	r := &gather.Runner{
 		Git: g.Path, Dirs: []string{job.dir}, Env: job.env, Remote: "origin", Branch: "main",
 		Key: []byte("gitea-test-gather-key-0123456789"),
-		Settings: func() (transaction.Settings, error) {
-			return transaction.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
+		Settings: func() (settings.Settings, error) {
+			return settings.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
 				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
 		},
 		Note: func(_, msg string) { notes = append(notes, msg) },

@@ -17,7 +17,7 @@ import (
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // server is a bare repository that clients push to over file://.
@@ -182,7 +182,7 @@ func (c *client) pusher(policy retry.Policy, configure func(*push.Runner)) (*pus
 	var mu sync.Mutex
 	p := &push.Runner{
 		Git: c.git.Path, Dirs: []string{c.dir}, Env: c.env,
-		Settings:  func() (transaction.Settings, error) { return transaction.Settings{Policy: policy}, nil },
+		Settings:  func() (settings.Settings, error) { return settings.Settings{Policy: policy}, nil },
 		OnAttempt: func(a retry.Attempt) { mu.Lock(); r.attempts = append(r.attempts, a); mu.Unlock() },
 		Note:      func(_, m string) { mu.Lock(); r.notes = append(r.notes, m); mu.Unlock() },
 		Clock:     &instantClock{},
@@ -200,7 +200,7 @@ func (c *client) push(policy retry.Policy, configure func(*push.Runner), args ..
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	res, err := p.Run(ctx, args, &out, &errOut)
+	res, err := p.Run(ctx, args, nil, &out, &errOut)
 	r.code, r.err, r.report = res.ExitCode, err, res.Report
 	r.stdout, r.stderr = out.String(), errOut.String()
 	return *r

@@ -96,7 +96,7 @@ func TestHTTPStall(t *testing.T) {
 			c, _ := httpClient(t, cb, s, gitserver.Options{Stall: 1})
 			head := c.commit("b", "b")
 			r := c.push(smallPolicy(5), func(p *push.Runner) {
-				p.StallFloor = push.StallFloor{Limit: 1000, Time: time.Second}
+				push.SetStallFloor(p, 1000, time.Second)
 			}, "origin", "main")
 			// The stall is one transport failure; on a loaded machine a later attempt
 			// may also fall below the floor, and is retried the same way.
@@ -216,7 +216,7 @@ func TestStallFloorOnlyWhenUnset(t *testing.T) {
 			// A floor of an hour from refretry would hang here; the caller's second wins.
 			r := c.push(smallPolicy(3), func(p *push.Runner) {
 				p.Env = env
-				p.StallFloor = push.StallFloor{Limit: 1, Time: time.Hour}
+				push.SetStallFloor(p, 1, time.Hour)
 			}, "origin", "HEAD:main")
 			// Under load the stall may outlast more attempts; the push then ends with
 			// its success proved by verification, still exit 0.

@@ -11,7 +11,7 @@ import (
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // Runner runs `git push` invocations, retrying what can succeed on another attempt.
@@ -36,16 +36,13 @@ type Runner struct {
 	// top of the work tree, and what it changed is committed with the job's author and
 	// message and pushed (regenerate.go). The job's own commit is kept at OriginalRef.
 	Regenerate string
-	// StallFloor is given to git unless the caller configured one; the zero value
-	// means DefaultStallFloor.
-	StallFloor StallFloor
 
 	// Settings supplies the retry schedule and budget (the stale-lock settings do not
 	// apply: a remote lock is the server's). It is called at most once a run: after
 	// the first failure that may be retried, or before the first attempt when git waits
 	// on a server's Retry-After itself (an HTTP remote, git 2.54+), since the budget
-	// bounds that wait. nil means retry.DefaultPolicy.
-	Settings func() (transaction.Settings, error)
+	// bounds that wait. nil means settings.Default().
+	Settings func() (settings.Settings, error)
 	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
 	// *failure.Error.
 	OnAttempt func(retry.Attempt)
@@ -56,6 +53,11 @@ type Runner struct {
 	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
 	Clock retry.Clock
 	Rand  func() float64
+
+	// stallFloor is given to git unless the caller configured one; the zero value
+	// means httpconf.Default. Only the tests change it (export_test.go): a caller
+	// sets its own floor as git takes it, in Env or git config.
+	stallFloor httpconf.Floor
 }
 
 // Result is what a Run did.
@@ -70,24 +72,20 @@ type Result struct {
 }
 
 // Run pushes with the caller's arguments (verbatim) until the push succeeds, fails
-// for a reason that another attempt cannot fix, or the budget is spent. git's output
+// for a reason that another attempt cannot fix, or the budget is spent. stdin is not
+// read (git push takes no input; nil will do): it is there so that the Runners of
+// transaction, push and fetch run alike. git's output
 // from the final attempt reaches stdout and stderr: the porcelain on stdout when the
 // caller asked for it, else rendered as git's human table on stderr. The error is a
 // *failure.Error (a rebase or regeneration failure is one too, its Cause a
 // *RebaseError or *RegenerateError), a *retry.ExhaustedError or *retry.ResolveError
-// wrapping one, or an error matching ErrGitNotFound.
-func (p *Runner) Run(ctx context.Context, rawArgs []string, stdout, stderr io.Writer) (Result, error) {
-	r := &pushRun{Runner: p, args: ParseArgs(rawArgs), stdout: stdout, stderr: stderr}
-	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.StallFloor)
+// wrapping one, or an error matching [failure.ErrGitNotFound].
+func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	r := &pushRun{Runner: p, args: ParseArgs(args), stdout: stdout, stderr: stderr}
+	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.stallFloor)
 	r.env = r.http.Env(p.Env)
 	eng := &engine.Engine{
-		Settings: func() (engine.Settings, error) {
-			if p.Settings == nil {
-				return engine.Settings{Policy: retry.DefaultPolicy()}, nil
-			}
-			s, err := p.Settings()
-			return engine.Settings(s), err
-		},
+		Settings: p.Settings,
 		OnAttempt: func(a retry.Attempt) {
 			r.attempts = a.Number
 			if p.OnAttempt != nil {
@@ -224,7 +222,7 @@ func (r *pushRun) proved(a *engine.Attempt) engine.Next {
 
 // Final writes the final attempt's output, or what a proved or empty success reports.
 func (r *pushRun) Final(err error) (int, error) {
-	if errors.Is(err, ErrGitNotFound) {
+	if errors.Is(err, failure.ErrGitNotFound) {
 		return 128, err
 	}
 	r.report = r.verdict.report

@@ -35,7 +35,7 @@ import (
 // Input with transaction verbs (start, prepare, commit, abort) goes through the
 // --stdin session instead, whose retries replay whole transactions.
 func (r *run) batchUpdates(ctx context.Context, args Args) (Result, error) {
-	input := newSpool(r.SpoolMemory, r.SpoolDir)
+	input := newSpool(0, "")
 	defer input.Close()
 	if r.stdin != nil {
 		if _, err := io.Copy(input, r.stdin); err != nil {

@@ -10,7 +10,7 @@
 //     never retried (fail closed). A held lock that is stale stops the run at once
 //     ([failure.StaleLock]): older than the stale-after limit with no running holder on
 //     record, or with a holder pid that is not running here and older than the pid
-//     grace ([Settings]). A missing pid alone, git's "no longer running" advice
+//     grace ([settings.Settings]). A missing pid alone, git's "no longer running" advice
 //     included, is lock contention: a holder in another pid namespace (another
 //     container sharing the repository) looks just the same.
 //   - --stdin input is read once into a spool (memory, then an unlinked temporary

@@ -64,11 +64,11 @@ func ExampleRunner() {
 	}
 	ctx := context.Background()
 	// git's own output, from the final attempt, goes to the writers given.
-	res, err := r.Run(ctx, transaction.ParseArgs([]string{"refs/ci/job-1", oid}), nil, os.Stdout, io.Discard)
+	res, err := r.Run(ctx, []string{"refs/ci/job-1", oid}, nil, os.Stdout, io.Discard)
 	fmt.Println(res.ExitCode, err)
 
 	batch := strings.NewReader("create refs/ci/job-2 " + oid + "\ncreate refs/ci/job-1 " + oid + "\n")
-	res, err = r.Run(ctx, transaction.ParseArgs([]string{"--stdin"}), batch, os.Stdout, io.Discard)
+	res, err = r.Run(ctx, []string{"--stdin"}, batch, os.Stdout, io.Discard)
 	var te *failure.Error
 	fmt.Println(res.ExitCode, errors.As(err, &te) && te.Class == failure.Conflict)
 

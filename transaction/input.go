@@ -114,7 +114,7 @@ func identify(first []byte, term byte) (args int, ctl control) {
 }
 
 // tally counts the ref updates of --stdin input as it is framed (update, create,
-// delete and their symref forms), keeping the first MaxRefs names. A nil tally counts
+// delete and their symref forms), keeping the first maxRefs names. A nil tally counts
 // nothing.
 type tally struct {
 	counted bool
@@ -142,7 +142,7 @@ func (t *tally) add(cmd []byte, nul bool) {
 		ref, _, _ = strings.Cut(ref, " ")
 	}
 	t.updates++
-	if len(t.refs) < MaxRefs {
+	if len(t.refs) < maxRefs {
 		t.refs = append(t.refs, ref)
 	}
 }

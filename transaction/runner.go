@@ -12,32 +12,14 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/cliopts"
 	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/lockfile"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 )
-
-// DefaultStaleAfter is how old a lock must be before it is called stale. git holds ref
-// locks for milliseconds; docs/defaults.md has the measurements.
-const DefaultStaleAfter = 2 * time.Minute
-
-// Settings are the knobs a Runner needs only once something has failed.
-type Settings struct {
-	Policy retry.Policy
-	// StaleAfter is the age past which a lock is stale; 0 means that age alone never
-	// makes one stale. refretry uses DefaultStaleAfter.
-	StaleAfter time.Duration
-	// PIDGrace is the age past which a lock whose holder pid (from its ~pid.lock, or
-	// git's "no longer running" advice) is not running here is stale; 0 means
-	// StaleAfter. Before it the lock is waited for like any other: a holder in another
-	// pid namespace (another container sharing the repository) looks just the same.
-	PIDGrace time.Duration
-	// BreakStaleLocks: remove a lock found stale, then retry (internal/lockfile
-	// judges and removes it).
-	BreakStaleLocks bool
-}
 
 // Runner runs `git update-ref` invocations, retrying lock contention. Its fields are
 // its configuration, which Run only reads: one Runner may run any number of updates,
@@ -51,22 +33,13 @@ type Runner struct {
 	// the repository reads only Dirs and Env, so a caller that passes --git-dir here
 	// sets GIT_DIR in Env to the same value, as git itself does.
 	GlobalArgs []string
-	// GitDir and CommonDir are the repository's directories if the caller has
-	// found them already (as internal/repo does); otherwise the Runner looks for
-	// them itself when it needs them.
-	GitDir, CommonDir string
 
 	// Settings supplies the retry policy and the stale-lock settings. It is called at
 	// most once a run, after the first lock-contention failure, so that reading them
 	// (from git config, say) costs nothing when the first attempt succeeds. nil means
-	// retry.DefaultPolicy() and DefaultStaleAfter.
-	Settings func() (Settings, error)
-	// BreakStaleLocks removes a lock that is stale and retries, as
-	// Settings.BreakStaleLocks does (docs/reliability.md).
-	BreakStaleLocks bool
-	// CountRefs makes a --stdin run count the updates of its input for Result (a
-	// regular file is then read once more, at the end).
-	CountRefs bool
+	// settings.Default(); its BreakStaleLocks removes a lock found stale, then retries
+	// (docs/reliability.md).
+	Settings func() (settings.Settings, error)
 
 	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
 	// *failure.Error.
@@ -74,18 +47,9 @@ type Runner struct {
 	// Note, if set, is told what the Runner did besides running git (a stale lock it
 	// removed), as a kind and a line.
 	Note func(kind, msg string)
-	// BeforeWait, if set, is called (once) before the Runner first waits for
-	// something other than a single git attempt: a retry, a place in the line, a
-	// --stdin session or a git run with the caller's streams. A command sets up its
-	// signal handling there, so that an update that needs one git pays nothing for it.
-	BeforeWait func()
 	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
 	Clock retry.Clock
 	Rand  func() float64
-
-	// SpoolMemory and SpoolDir configure where large input is kept between attempts.
-	SpoolMemory int
-	SpoolDir    string
 }
 
 // Result is what a Run did.
@@ -93,19 +57,19 @@ type Result struct {
 	ExitCode int // the exit code to exit with: git's final one
 	Attempts int
 	// Updates is how many ref updates the command asked for (the one of the one-ref
-	// forms; with CountRefs, those of the --stdin input); -1 when not counted.
-	// Refs are the first MaxRefs of them.
+	// forms); -1 when not counted (a --stdin input). Refs are the first 20 of them.
 	Updates int
 	Refs    []string
 }
 
-// MaxRefs bounds Result.Refs.
-const MaxRefs = 20
+// maxRefs bounds Result.Refs.
+const maxRefs = 20
 
 // run is one call of [Runner.Run]: the Runner's configuration, which it does not
 // change, and the state of this call alone.
 type run struct {
 	*Runner
+	cli            cliopts.UpdateRef // what the refretry command set for this run
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	attempts       int
@@ -118,17 +82,23 @@ type run struct {
 	lockStale      bool       // the head of the line found the lock stale
 }
 
-// Run runs update-ref with args (the caller's arguments, verbatim) until it succeeds,
-// fails for a reason other than lock contention, or the retry budget is spent. stdin
+// Run runs update-ref with args (the caller's arguments, verbatim; [ParseArgs] says
+// how refretry reads them) until it succeeds, fails for a reason other than lock
+// contention, or the retry budget is spent. stdin
 // is the caller's input: with --stdin it is read by a goroutine as fast as it comes,
 // independently of git; if git fails before the input ends, Run returns and that
 // goroutine stays blocked in Read until the input ends or fails (close the reader, an
 // *os.File or a pipe, after Run to release it). git's stdout and stderr reach stdout
 // and stderr as git wrote them, from the final attempt only. The error is a
 // *failure.Error, a *retry.ExhaustedError or *retry.ResolveError wrapping one, or an
-// error matching ErrGitNotFound.
-func (rr *Runner) Run(ctx context.Context, args Args, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
-	r := &run{Runner: rr, stdin: stdin, stdout: writerOr(stdout), stderr: writerOr(stderr)}
+// error matching [failure.ErrGitNotFound].
+func (rr *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	return rr.run(ctx, ParseArgs(args), stdin, stdout, stderr)
+}
+
+// run is Run with the arguments read.
+func (rr *Runner) run(ctx context.Context, args Args, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	r := &run{Runner: rr, cli: cliopts.UpdateRefOf(ctx), stdin: stdin, stdout: writerOr(stdout), stderr: writerOr(stderr)}
 	var res Result
 	var err error
 	switch {
@@ -155,15 +125,7 @@ func writerOr(w io.Writer) io.Writer {
 // engine is the attempt loop for this run.
 func (r *run) engine() *engine.Engine {
 	return &engine.Engine{
-		Settings: func() (engine.Settings, error) {
-			s := Settings{Policy: retry.DefaultPolicy(), StaleAfter: DefaultStaleAfter}
-			var err error
-			if r.Runner.Settings != nil {
-				s, err = r.Runner.Settings()
-			}
-			s.BreakStaleLocks = s.BreakStaleLocks || r.BreakStaleLocks
-			return engine.Settings(s), err
-		},
+		Settings: r.Runner.Settings,
 		OnAttempt: func(a retry.Attempt) {
 			r.attempts++
 			if r.OnAttempt != nil {
@@ -193,8 +155,8 @@ func (r *run) updateRef(ctx context.Context, args Args) *exec.Cmd {
 }
 
 func (r *run) beforeWait() {
-	if r.BeforeWait != nil {
-		r.waitOnce.Do(r.BeforeWait)
+	if r.cli.BeforeWait != nil {
+		r.waitOnce.Do(r.cli.BeforeWait)
 	}
 }
 
@@ -279,7 +241,7 @@ func (r *run) heldLockStale(a *engine.Attempt) bool {
 	if err != nil {
 		return false
 	}
-	return lockfile.Look(&failure.Lock{Path: lock}, s.Rule(), time.Now())
+	return lockfile.Look(&failure.Lock{Path: lock}, engine.Rule(s), time.Now())
 }
 
 // passthrough runs git once with the caller's streams: for arguments refretry cannot
@@ -371,7 +333,7 @@ type singleCmd struct {
 func (c *singleCmd) Attempt(ctx context.Context, a *engine.Attempt) error {
 	r := c.r
 	closeSpools(c.out, c.errOut)
-	c.out, c.errOut = newSpool(r.SpoolMemory, r.SpoolDir), newSpool(r.SpoolMemory, r.SpoolDir)
+	c.out, c.errOut = newSpool(0, ""), newSpool(0, "")
 	leave := r.enterLine(ctx, a, true)
 	defer leave()
 	var err error
@@ -392,7 +354,7 @@ func (c *singleCmd) Attempt(ctx context.Context, a *engine.Attempt) error {
 }
 
 func (c *singleCmd) Final(err error) (int, error) {
-	if errors.Is(err, ErrGitNotFound) {
+	if errors.Is(err, failure.ErrGitNotFound) {
 		return c.code, err
 	}
 	if _, werr := c.out.WriteTo(c.r.stdout); werr != nil && err == nil {

@@ -56,9 +56,9 @@ type session struct {
 }
 
 func (r *run) session(ctx context.Context, args Args) (Result, error) {
-	s := &session{r: r, args: args, log: newSpool(r.SpoolMemory, r.SpoolDir)}
+	s := &session{r: r, args: args, log: newSpool(0, "")}
 	defer s.log.Close()
-	if r.CountRefs {
+	if r.cli.CountRefs {
 		s.tally = &tally{}
 	}
 	if f, start, ok := regularFile(r.stdin); ok {
@@ -332,7 +332,7 @@ func (s *session) newSegmentOutput() (skip int) {
 	if s.errOut != nil {
 		s.errOut.Close()
 	}
-	s.errOut = newSpool(s.r.SpoolMemory, s.r.SpoolDir)
+	s.errOut = newSpool(0, "")
 	return s.delivered
 }
 
@@ -508,7 +508,7 @@ func (s *session) durable() {
 	s.acks++
 	_, _ = s.errOut.WriteTo(s.r.stderr)
 	s.errOut.Close()
-	s.errOut = newSpool(s.r.SpoolMemory, s.r.SpoolDir)
+	s.errOut = newSpool(0, "")
 }
 
 func (s *session) collectStderr(errOut io.Reader) {

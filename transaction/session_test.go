@@ -18,6 +18,7 @@ import (
 	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 )
 
 // The session tests run `update-ref --stdin` through a Runner whose git is the fake
@@ -89,15 +90,15 @@ func (s *sessionRepo) run(t *testing.T, policy retry.Policy, stdin io.Reader, ar
 	res := sessionResult{attempts: &fakegittest.Attempts{}, clock: fakegittest.NewClock()}
 	runner := &Runner{
 		Git: s.fake.Bin, Dirs: []string{s.repo.Dir}, Env: s.fake.Env(s.repo.Env),
-		Settings: func() (Settings, error) {
-			return Settings{Policy: policy, StaleAfter: DefaultStaleAfter}, nil
+		Settings: func() (settings.Settings, error) {
+			return settings.Settings{Policy: policy, StaleAfter: settings.DefaultStaleAfter}, nil
 		},
 		OnAttempt: res.attempts.Record, Clock: res.clock, Rand: fakegittest.Rand,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	out, err := runner.Run(ctx, ParseArgs(args), stdin, &stdout, &stderr)
+	out, err := runner.Run(ctx, args, stdin, &stdout, &stderr)
 	res.code, res.err, res.stdout, res.stderr = out.ExitCode, err, stdout.String(), stderr.String()
 	if n := len(res.attempts.List()); out.Attempts != n {
 		t.Errorf("Result.Attempts %d, but OnAttempt was called %d times", out.Attempts, n)

@@ -42,7 +42,7 @@ func (r *run) repo(ctx context.Context) (repo.Dirs, bool) {
 // the stale-lock check both ask.
 func (r *run) discovered() (repo.Dirs, bool) {
 	if r.discovery == nil {
-		d := repo.Dirs{GitDir: r.GitDir, CommonDir: r.CommonDir}
+		d := repo.Dirs{GitDir: r.cli.GitDir, CommonDir: r.cli.CommonDir}
 		if d.GitDir == "" {
 			d, _ = repo.Discover(r.Dirs, r.Env) // the zero Dirs when not found
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 	"github.com/refretry/refretry/transaction"
 )
 
@@ -58,8 +59,8 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 		Dirs: []string{dir},
 		Env:  os.Environ(),
 		// Called only once something has failed on a lock.
-		Settings: func() (transaction.Settings, error) {
-			return transaction.Settings{Policy: policy, StaleAfter: 2 * time.Minute}, nil
+		Settings: func() (settings.Settings, error) {
+			return settings.Settings{Policy: policy, StaleAfter: 2 * time.Minute}, nil
 		},
 		OnAttempt: func(a retry.Attempt) {
 			if a.Err != nil && !a.Final {
@@ -67,7 +68,7 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 			}
 		},
 	}
-	res, err := r.Run(ctx, transaction.ParseArgs([]string{"-m", "CI result", "--stdin"}), &input, os.Stdout, os.Stderr)
+	res, err := r.Run(ctx, []string{"-m", "CI result", "--stdin"}, &input, os.Stdout, os.Stderr)
 
 	var te *failure.Error
 	var exhausted *retry.ExhaustedError
@@ -78,7 +79,7 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 		fmt.Fprintf(os.Stderr, "library: still contended after %d attempts in %v\n", exhausted.Attempts, exhausted.Elapsed.Round(time.Millisecond))
 	case errors.As(err, &te) && te.Class == failure.Conflict:
 		fmt.Fprintf(os.Stderr, "library: conflict, not retried: %s\n", te.Message)
-	case errors.Is(err, transaction.ErrGitNotFound):
+	case errors.Is(err, failure.ErrGitNotFound):
 		fmt.Fprintf(os.Stderr, "library: %v\n", err)
 		return 127
 	default:

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
@@ -75,7 +76,7 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 			Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
 			Rebase: c.Rebase, Regenerate: c.Regenerate, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 		}
-		res, err := p.Run(in.ctx, append(append(opts, remote), src+":refs/heads/"+branch), in.s.Stdout, lg.Stderr())
+		res, err := p.Run(in.ctx, append(append(opts, remote), src+":refs/heads/"+branch), nil, in.s.Stdout, lg.Stderr())
 		lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 		if res.ExitCode != 0 {
 			return exitError(res.ExitCode)
@@ -85,7 +86,7 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	code := 0
 	if err != nil {
 		code = 1
-		if errors.Is(err, push.ErrGitNotFound) {
+		if errors.Is(err, failure.ErrGitNotFound) {
 			code = report.ExitGitMissing
 		}
 	}

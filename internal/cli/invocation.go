@@ -8,7 +8,7 @@ import (
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/report"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // invocation is one run of a command: refretry's options as given, the caller's
@@ -66,16 +66,16 @@ func (in *invocation) readConfig() map[string]string {
 // settings applies flag > environment > git config > default to the retry settings.
 // git config is read here, and this runs only once a retry needs them, so the common
 // case (the first attempt succeeds) starts no extra git.
-func (in *invocation) settings() (transaction.Settings, error) {
+func (in *invocation) settings() (settings.Settings, error) {
 	v, err := withConfig(in.values, in.set, in.readConfig())
 	if err != nil {
-		return transaction.Settings{}, err
+		return settings.Settings{}, err
 	}
 	p := v.Policy()
 	if err := p.Validate(); err != nil {
-		return transaction.Settings{}, err
+		return settings.Settings{}, err
 	}
-	return transaction.Settings{Policy: p, StaleAfter: v.StaleAfter, PIDGrace: v.PIDGrace, BreakStaleLocks: v.BreakStaleLocks}, nil
+	return settings.Settings{Policy: p, StaleAfter: v.StaleAfter, PIDGrace: v.PIDGrace, BreakStaleLocks: v.BreakStaleLocks}, nil
 }
 
 // log starts the reports of one run of command (internal/report).

@@ -11,7 +11,7 @@ import (
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/retry"
-	"github.com/refretry/refretry/transaction"
+	"github.com/refretry/refretry/settings"
 )
 
 // Options are refretry's own options, each declared here once and nowhere else: its
@@ -47,7 +47,7 @@ func defaults() Options {
 	p := retry.DefaultPolicy()
 	return Options{
 		Git: "git", Timeout: p.Timeout, MaxAttempts: p.MaxAttempts, InitialDelay: p.InitialDelay,
-		MaxDelay: p.MaxDelay, StaleAfter: transaction.DefaultStaleAfter, LogFormat: "auto",
+		MaxDelay: p.MaxDelay, StaleAfter: settings.DefaultStaleAfter, LogFormat: "auto",
 	}
 }
 

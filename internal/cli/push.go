@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
 )
@@ -133,9 +134,9 @@ func (c *PushCmd) Run(in *invocation) error {
 		NoAtomic: c.NoAtomic, Rebase: c.Rebase, Regenerate: c.Regenerate,
 		Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 	}
-	res, err := p.Run(in.ctx, rest, in.s.Stdout, lg.Stderr())
+	res, err := p.Run(in.ctx, rest, nil, in.s.Stdout, lg.Stderr())
 	lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
-	if errors.Is(err, push.ErrGitNotFound) {
+	if errors.Is(err, failure.ErrGitNotFound) {
 		return exitError(report.ExitGitMissing)
 	}
 	if res.ExitCode != 0 {

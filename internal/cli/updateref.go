@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/cliopts"
 	"github.com/refretry/refretry/internal/group"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/repo"
@@ -46,17 +48,19 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 		Settings:  in.settings,
 		OnAttempt: lg.Attempt,
 		Note:      lg.Note,
+		// The shim's git global options (shim.go).
+		GlobalArgs: c.GitArgs,
+	}
+	opts := cliopts.UpdateRef{
 		// The summary names the refs of a --stdin batch: counted as the input is read.
 		CountRefs: lg.Eager(),
 		// Signals are caught only once the run waits (signals.go).
 		BeforeWait: armer(in.ctx),
-		// The shim's git global options (shim.go).
-		GlobalArgs: c.GitArgs,
 	}
 	var res transaction.Result
 	refs := func() report.Refs { return c.refs(in, args, res) }
 	start := time.Now()
-	if out, ok := c.join(in, args, r); ok {
+	if out, ok := c.join(in, args, &opts); ok {
 		if out.Applied {
 			_, err := stderr.Write(out.Stderr)
 			res = transaction.Result{Updates: 1, Refs: []string{args.Ref()}}
@@ -74,9 +78,9 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 		}
 		defer out.Lease.Release()
 	}
-	res, err := r.Run(in.ctx, args, stdin, in.s.Stdout, stderr)
+	res, err := r.Run(cliopts.WithUpdateRef(in.ctx, opts), c.Args, stdin, in.s.Stdout, stderr)
 	lg.Finish(res.ExitCode, err, refs) // refretry's line about a failure, and the summary when logging
-	if errors.Is(err, transaction.ErrGitNotFound) {
+	if errors.Is(err, failure.ErrGitNotFound) {
 		return exitError(report.ExitGitMissing)
 	}
 	if res.ExitCode != 0 {
@@ -102,8 +106,8 @@ func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transacti
 // git options of the shim's, the repository found in-process, and reftable unless
 // coalescing was asked for. ok is false when it may not; otherwise out says whether
 // it was applied, or else holds the line (out.Lease) while the update runs the usual
-// way.
-func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, r *transaction.Runner) (out group.Outcome, ok bool) {
+// way. The repository it found goes into opts, for the run.
+func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts.UpdateRef) (out group.Outcome, ok bool) {
 	asked, off := in.values.Coalesce && in.set["--coalesce"], !in.values.Coalesce && in.set["--coalesce"]
 	if off || !args.Understood || args.Stdin || len(c.GitArgs) > 0 || !platform.RendezvousSupported {
 		return out, false
@@ -116,7 +120,7 @@ func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, r *transactio
 	if !ok {
 		return out, false
 	}
-	r.GitDir, r.CommonDir = d.GitDir, d.CommonDir // the Runner need not look again
+	opts.GitDir, opts.CommonDir = d.GitDir, d.CommonDir // the Runner need not look again
 	reftable := d.Reftable()
 	if !asked && !reftable {
 		// On the files backend writers of distinct refs do not contend, and one

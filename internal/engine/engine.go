@@ -29,6 +29,7 @@ import (
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/lockfile"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 )
 
 // Command is a refretry command as the engine runs it.
@@ -74,19 +75,8 @@ const (
 // reached the remote, transport failures are retried for the whole budget.
 const RefusedGrace = 10 * time.Second
 
-// Settings are what the engine needs only once something has failed: the retry
-// policy, the stale-lock rule (lockfile.Rule's two limits) and whether a stale lock
-// may be removed. transaction.Settings has the same fields, in the same order, so that
-// one converts to the other.
-type Settings struct {
-	Policy          retry.Policy
-	StaleAfter      time.Duration
-	PIDGrace        time.Duration
-	BreakStaleLocks bool
-}
-
-// Rule is the stale-lock rule of the settings.
-func (s Settings) Rule() lockfile.Rule {
+// Rule is the stale-lock rule of s: lockfile.Rule's two limits.
+func Rule(s settings.Settings) lockfile.Rule {
 	return lockfile.Rule{StaleAfter: s.StaleAfter, PIDGrace: s.PIDGrace}
 }
 
@@ -94,9 +84,9 @@ func (s Settings) Rule() lockfile.Rule {
 // number of commands, one after another or at once.
 type Engine struct {
 	// Settings supplies the settings, asked at most once a run: after the first
-	// failure, or earlier when an attempt asks (Attempt.Left). nil means the retry
-	// package's default policy and no stale-lock limits.
-	Settings func() (Settings, error)
+	// failure, or earlier when an attempt asks (Attempt.Left). nil means
+	// settings.Default().
+	Settings func() (settings.Settings, error)
 	// OnAttempt, if set, is called after every attempt.
 	OnAttempt func(retry.Attempt)
 	// Note, if set, receives what the engine and the command did besides running git
@@ -118,7 +108,7 @@ type Attempt struct {
 func (a *Attempt) Left() time.Duration { return a.run.left() }
 
 // Settings are the run's settings, loaded once.
-func (a *Attempt) Settings() (Settings, error) { return a.run.settings() }
+func (a *Attempt) Settings() (settings.Settings, error) { return a.run.settings() }
 
 // Note reports something the command did besides running git.
 func (a *Attempt) Note(kind, msg string) { a.run.note(kind, msg) }
@@ -139,7 +129,7 @@ type run struct {
 	curer   Curer // cmd, when it has a cure; else nil
 	start   time.Time
 	loaded  bool
-	s       Settings
+	s       settings.Settings
 	sErr    error
 	cured   bool          // the last failure was cured: the next attempt runs after run.pause
 	losses  int           // failures cured so far: the pause's window doubles with each
@@ -150,11 +140,11 @@ type run struct {
 	refused bool          // no attempt reached the remote within RefusedGrace: the run ends
 }
 
-func (r *run) settings() (Settings, error) {
+func (r *run) settings() (settings.Settings, error) {
 	if !r.loaded {
 		r.loaded = true
 		if r.Engine.Settings == nil {
-			r.s = Settings{Policy: retry.DefaultPolicy()}
+			r.s = settings.Default()
 		} else {
 			r.s, r.sErr = r.Engine.Settings()
 		}
@@ -352,7 +342,7 @@ func (r *run) judgeLock(f *failure.Error) {
 		return // the retry loop reports it
 	}
 	now := time.Now() // a lock's age is the file system's, whatever clock the loop runs on
-	if f.Class == failure.LockContention && lockfile.Look(f.Lock, s.Rule(), now) {
+	if f.Class == failure.LockContention && lockfile.Look(f.Lock, Rule(s), now) {
 		f.Class = failure.StaleLock
 	}
 	defer func() { f.Advice = lockfile.Advice(f.Lock) }()
@@ -360,7 +350,7 @@ func (r *run) judgeLock(f *failure.Error) {
 		return
 	}
 	if s.BreakStaleLocks {
-		b, again := lockfile.Remove(f.Lock, s.Rule(), now)
+		b, again := lockfile.Remove(f.Lock, Rule(s), now)
 		if b != nil {
 			r.note("stale-lock-removed", b.String())
 		}

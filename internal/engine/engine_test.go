@@ -12,6 +12,7 @@ import (
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 )
 
 // fakeClock advances only when the loop sleeps.
@@ -67,9 +68,9 @@ func (c curing) Cure(_ context.Context, a *Attempt, f *failure.Error) (Next, err
 	return c.cure(a.N, f)
 }
 
-func policy(attempts int) func() (Settings, error) {
-	return func() (Settings, error) {
-		return Settings{Policy: retry.Policy{Timeout: time.Minute, MaxAttempts: attempts, InitialDelay: 100 * time.Millisecond,
+func policy(attempts int) func() (settings.Settings, error) {
+	return func() (settings.Settings, error) {
+		return settings.Settings{Policy: retry.Policy{Timeout: time.Minute, MaxAttempts: attempts, InitialDelay: 100 * time.Millisecond,
 			MaxDelay: time.Second, Multiplier: 2}}, nil
 	}
 }
@@ -161,8 +162,8 @@ func TestPauseAfterCure(t *testing.T) {
 			s := &script{fails: fails, clock: clock, took: tc.took,
 				cure: func(int, *failure.Error) (Next, error) { return Retry, nil }}
 			e := &Engine{Clock: clock, Rand: func() float64 { return tc.rand },
-				Settings: func() (Settings, error) {
-					return Settings{Policy: retry.Policy{Timeout: tc.timeout, MaxAttempts: 50, InitialDelay: ms, MaxDelay: ms, Multiplier: 2}}, nil
+				Settings: func() (settings.Settings, error) {
+					return settings.Settings{Policy: retry.Policy{Timeout: tc.timeout, MaxAttempts: 50, InitialDelay: ms, MaxDelay: ms, Multiplier: 2}}, nil
 				}}
 			code, err := e.Run(context.Background(), curing{s})
 			if code != 0 || fmt.Sprint(clock.sleeps) != fmt.Sprint(tc.sleeps) {
@@ -209,18 +210,18 @@ func TestJudgeLock(t *testing.T) {
 	cases := []struct {
 		name    string
 		age     time.Duration
-		s       Settings
+		s       settings.Settings
 		class   failure.Class
 		removed bool
 		advice  string
 	}{
-		{"young", time.Second, Settings{StaleAfter: 2 * time.Minute}, failure.LockContention, false,
+		{"young", time.Second, settings.Settings{StaleAfter: 2 * time.Minute}, failure.LockContention, false,
 			unseen + ", but the lock is younger than the pid grace of 2m0s, and a live holder in another pid namespace looks the same from here"},
-		{"young, breaking", time.Second, Settings{StaleAfter: 2 * time.Minute, BreakStaleLocks: true}, failure.LockContention, false,
+		{"young, breaking", time.Second, settings.Settings{StaleAfter: 2 * time.Minute, BreakStaleLocks: true}, failure.LockContention, false,
 			"younger than the pid grace of 2m0s"},
-		{"past a short grace", 10 * time.Minute, Settings{StaleAfter: time.Hour, PIDGrace: 5 * time.Minute}, failure.StaleLock, false,
+		{"past a short grace", 10 * time.Minute, settings.Settings{StaleAfter: time.Hour, PIDGrace: 5 * time.Minute}, failure.StaleLock, false,
 			unseen + ", and the lock is older than the pid grace of 5m0s; make sure no git process is using this repository, then remove it: rm -f"},
-		{"past a short grace, breaking", 10 * time.Minute, Settings{StaleAfter: time.Hour, PIDGrace: 5 * time.Minute, BreakStaleLocks: true},
+		{"past a short grace, breaking", 10 * time.Minute, settings.Settings{StaleAfter: time.Hour, PIDGrace: 5 * time.Minute, BreakStaleLocks: true},
 			failure.LockContention, true, ""},
 	}
 	for _, tc := range cases {
@@ -229,7 +230,7 @@ func TestJudgeLock(t *testing.T) {
 			lock, pidFile := testutil.AgedLock(t, t.TempDir(), tc.age, pid)
 			f := &failure.Error{Class: failure.LockContention, Lock: &failure.Lock{Path: lock}}
 			var notes []string
-			r := &run{Engine: &Engine{Settings: func() (Settings, error) { return tc.s, nil },
+			r := &run{Engine: &Engine{Settings: func() (settings.Settings, error) { return tc.s, nil },
 				Note: func(kind, msg string) { notes = append(notes, kind+": "+msg) }}}
 			r.judgeLock(f)
 			if f.Class != tc.class || testutil.Exists(lock) == tc.removed || testutil.Exists(pidFile) == tc.removed || (len(notes) == 1) != tc.removed {
@@ -248,7 +249,9 @@ func TestJudgeLock(t *testing.T) {
 	}
 	lock, _ := testutil.AgedLock(t, t.TempDir(), time.Hour, 0)
 	f := &failure.Error{Class: failure.LockContention, Lock: &failure.Lock{Path: lock, Remote: true}}
-	r := &run{Engine: &Engine{Settings: func() (Settings, error) { return Settings{StaleAfter: time.Minute, BreakStaleLocks: true}, nil }}}
+	r := &run{Engine: &Engine{Settings: func() (settings.Settings, error) {
+		return settings.Settings{StaleAfter: time.Minute, BreakStaleLocks: true}, nil
+	}}}
 	if r.judgeLock(f); f.Class != failure.LockContention || !testutil.Exists(lock) || f.Lock.Age != 0 {
 		t.Errorf("a remote lock was judged: %+v", f.Lock)
 	}

@@ -2,7 +2,6 @@ package gitexec
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/refretry/refretry/failure"
 )
 
 // Process is a git started by [Start]: the cheap way to run one, for the paths where
@@ -38,17 +39,14 @@ type Spec struct {
 	NewGroup bool
 }
 
-// ErrNotFound is matched (errors.Is) by a *StartError.
-var ErrNotFound = errors.New("git could not be started")
-
 // StartError is why git could not be started: the executable is missing or not
-// executable, or the system refused a new process. transaction and push return it
-// under their own names.
+// executable, or the system refused a new process. It matches (errors.Is)
+// failure.ErrGitNotFound.
 type StartError struct{ Err error }
 
 func (e *StartError) Error() string        { return "git could not be started: " + e.Err.Error() }
 func (e *StartError) Unwrap() error        { return e.Err }
-func (e *StartError) Is(target error) bool { return target == ErrNotFound }
+func (e *StartError) Is(target error) bool { return target == failure.ErrGitNotFound }
 
 // Start starts git. Cancelling ctx sends git SIGTERM (it removes its lock files),
 // and SIGKILL if it is still running WaitDelay later. A failure to start is returned

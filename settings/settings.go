@@ -1,0 +1,45 @@
+// Package settings is what every refretry command reads only once something has
+// failed: the retry budget and schedule, and the stale-lock policy. The runners of
+// packages transaction, push, fetch and gather take it alike, as a function of their
+// Runner (Settings func() (settings.Settings, error)), so that reading it (from git
+// config, say) costs nothing when the first attempt succeeds.
+//
+// It is a package of its own, with nothing below it but package retry, so that a
+// caller of push, fetch or gather sets a budget without importing transaction, and so
+// that refretry's one attempt loop (internal/engine) reads the very type the Runners
+// take. It is not part of package [retry] because retry knows nothing about git, and a
+// lock's staleness is git's.
+package settings
+
+import (
+	"time"
+
+	"github.com/refretry/refretry/retry"
+)
+
+// DefaultStaleAfter is how old a lock must be before it is called stale. git holds ref
+// locks for milliseconds; docs/defaults.md has the measurements.
+const DefaultStaleAfter = 2 * time.Minute
+
+// Settings are the knobs a run needs only once something has failed.
+type Settings struct {
+	// Policy is the retry schedule and budget.
+	Policy retry.Policy
+	// StaleAfter is the age past which a lock is stale; 0 means that age alone never
+	// makes one stale. refretry uses DefaultStaleAfter.
+	StaleAfter time.Duration
+	// PIDGrace is the age past which a lock whose holder pid (from its ~pid.lock, or
+	// git's "no longer running" advice) is not running here is stale; 0 means
+	// StaleAfter. Before it the lock is waited for like any other: a holder in another
+	// pid namespace (another container sharing the repository) looks just the same.
+	PIDGrace time.Duration
+	// BreakStaleLocks: remove a local lock found stale, then retry (a remote's locks
+	// are the server's, and never removed).
+	BreakStaleLocks bool
+}
+
+// Default is what a Runner whose Settings function is nil uses: [retry.DefaultPolicy]
+// and [DefaultStaleAfter], stale locks waited for and never removed.
+func Default() Settings {
+	return Settings{Policy: retry.DefaultPolicy(), StaleAfter: DefaultStaleAfter}
+}
