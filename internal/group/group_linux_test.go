@@ -480,3 +480,43 @@ func TestMemberStderrEnds(t *testing.T) {
 		t.Errorf("%+v (stderr %q); want applied, without the later transaction's stderr", out, out.Stderr)
 	}
 }
+
+// TestGroupAsksAgainBesideItsCommit: a leader whose predecessor's answer (may a default
+// group form?) is older than revet commits its group on that answer and asks again
+// beside its own git, for the groups after it, instead of asking first: on a loaded
+// machine that put two more gits on every group's path.
+func TestGroupAsksAgainBesideItsCommit(t *testing.T) {
+	t.Parallel()
+	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
+	l := hold(t, r)
+	rv := name(t, r)
+	var asked sync.Mutex
+	askedN := 0
+	var js []*joined
+	for i := range 3 {
+		c := config(t, r, fmt.Sprintf("refs/heads/v/%d", i), r.Commit)
+		c.Default = true
+		c.Allowed = func() bool { asked.Lock(); askedN++; asked.Unlock(); return false }
+		js = append(js, startJoin(context.Background(), c))
+		waitQueued(t, rv, i+1)
+	}
+	handOff(l, baton{vetted: time.Now().Add(-2 * revet), allowed: true})
+	applied := 0
+	for _, j := range js {
+		out := j.wait(t)
+		if out.Applied {
+			applied++
+		}
+		if out.Lease != nil {
+			out.Lease.Release()
+		}
+	}
+	asked.Lock()
+	defer asked.Unlock()
+	if applied != 3 || askedN != 1 {
+		t.Errorf("%d of 3 applied by the group, configuration asked %d times; want all 3 on the predecessor's answer, asked once beside the commit", applied, askedN)
+	}
+	if refs := r.Refs("refs/heads/v/"); len(refs) != 3 {
+		t.Errorf("refs written: %v; want 3", refs)
+	}
+}

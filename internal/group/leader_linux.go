@@ -27,7 +27,8 @@ const maxGroup = 1000
 const requestWait = time.Second
 
 // revet is how long a leader trusts a predecessor's answer to whether a default
-// group may be formed.
+// group may be formed, and whether a hook rules out one transaction for a group,
+// before it asks again (beside its own group's git: see lead).
 const revet = time.Second
 
 // Lease is held by an invocation that runs its own update alone, the usual way,
@@ -63,14 +64,27 @@ func lead(ctx context.Context, m *member, l *platform.Listener, b baton) Outcome
 	if len(queued) == 0 {
 		return Outcome{Lease: &Lease{l: l, b: b}}
 	}
-	if b.vetted.IsZero() || time.Since(b.vetted) > revet {
-		b.allowed = !m.c.Default || m.c.Allowed == nil || m.c.Allowed()
-		b.hook = b.allowed && hasRefTxHook(ctx, m.c)
-		b.vetted = time.Now()
+	// The first group of a line asks before it commits. A later one whose answer is
+	// older than revet commits on it and asks again beside its own git, for the groups
+	// after it: on a loaded machine every group's commit takes longer than revet, and
+	// asking first put three gits one after another on every group's path.
+	var next chan baton
+	switch {
+	case b.vetted.IsZero():
+		b = vet(ctx, m.c)
+	case time.Since(b.vetted) > revet:
+		next = make(chan baton, 1)
+		go func() { next <- vet(ctx, m.c) }()
+	}
+	passed := func() baton { // b as the next leader gets it
+		if next != nil {
+			b, next = <-next, nil
+		}
+		return b
 	}
 	if !b.allowed {
 		tell(queued, msgAlone) // configuration says no: everyone on their own
-		handOff(l, b)
+		handOff(l, passed())
 		return Outcome{}
 	}
 	own := entry{req: m.request()}
@@ -85,7 +99,7 @@ func lead(ctx context.Context, m *member, l *platform.Listener, b baton) Outcome
 		}
 	}
 	if len(same) == 0 {
-		return Outcome{Lease: &Lease{l: l, b: b, pending: conns(alone)}}
+		return Outcome{Lease: &Lease{l: l, b: passed(), pending: conns(alone)}}
 	}
 	// One transaction for a whole group where that is invisible (reftable, no
 	// reference-transaction hook); otherwise one transaction per update, in one git.
@@ -110,10 +124,19 @@ func lead(ctx context.Context, m *member, l *platform.Listener, b baton) Outcome
 		}
 	}
 	if ownAlone {
-		return Outcome{Lease: &Lease{l: l, b: b, pending: conns(alone)}}
+		return Outcome{Lease: &Lease{l: l, b: passed(), pending: conns(alone)}}
 	}
-	passLine(l, b, conns(alone))
+	passLine(l, passed(), conns(alone))
 	return out
+}
+
+// vet asks whether configuration allows a default group and whether the repository
+// has a reference-transaction hook: two gits, one beside the other.
+func vet(ctx context.Context, c *Config) baton {
+	hook := make(chan bool, 1)
+	go func() { hook <- hasRefTxHook(ctx, c) }()
+	allowed := !c.Default || c.Allowed == nil || c.Allowed()
+	return baton{vetted: time.Now(), allowed: allowed, hook: <-hook && allowed}
 }
 
 // byOptions splits a group by command-line options, keeping the order of the queue,
