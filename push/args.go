@@ -28,7 +28,7 @@ var gitPush = gitopts.Command{ShortValues: "o", Names: map[string]bool{
 	"delete": false, "tags": false, "dry-run": false, "porcelain": false, "force": false,
 	"force-with-lease": false, "force-if-includes": false, "recurse-submodules": true, "thin": false,
 	"receive-pack": true, "exec": true, "set-upstream": false, "progress": false, "prune": false,
-	"no-verify": false, "verify": false, "follow-tags": false, "signed": false, "atomic": false,
+	"no-verify": false, "follow-tags": false, "signed": false, "atomic": false,
 	"push-option": true, "ipv4": false, "ipv6": false,
 }}
 

@@ -1,6 +1,10 @@
 package transaction
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/refretry/refretry/internal/gitopts"
+)
 
 // Args is what refretry needs to know about a `git update-ref` command line. It is
 // never used to rebuild the command: git always receives the caller's arguments
@@ -18,23 +22,12 @@ type Args struct {
 	Batch      bool // --batch-updates or -0
 }
 
-type longOpt struct {
-	name string
-	set  func(a *Args)
-}
-
-// longOpts lists every spelling of update-ref's long options that git's parser accepts
-// in full, with its effect. Unambiguous prefixes of these are accepted too.
-var longOpts = []longOpt{
-	{"stdin", func(a *Args) { a.Stdin = true }},
-	{"no-stdin", func(a *Args) { a.Stdin = false }},
-	{"batch-updates", func(a *Args) { a.Batch = true }},
-	{"no-batch-updates", func(a *Args) { a.Batch = false }},
-	{"create-reflog", func(*Args) {}},
-	{"no-create-reflog", func(*Args) {}},
-	{"no-deref", func(*Args) {}},
-	{"deref", func(*Args) {}},
-}
+// gitUpdateRef is update-ref's options (git 2.39 to 2.55; --batch-updates and -0 are
+// 2.50's), as git's option table spells them: git's own rules give each its
+// spellings, negations and unambiguous prefixes (--std, --deref, --no-d).
+var gitUpdateRef = gitopts.Command{ShortValues: "m", Names: map[string]bool{
+	"no-deref": false, "stdin": false, "create-reflog": false, "batch-updates": false,
+}}
 
 // ParseArgs reads an update-ref command line the way git's parse-options does for
 // update-ref's option set: options and operands in any order, bundled short options,
@@ -52,61 +45,41 @@ func ParseArgs(raw []string) Args {
 		case arg == "--" || arg == "--end-of-options":
 			return a
 		case strings.HasPrefix(arg, "--"):
-			name := arg[2:]
-			if strings.Contains(name, "=") {
-				// None of update-ref's long options takes a value.
+			name, negated, ok := gitUpdateRef.Option(arg)
+			if !ok || strings.Contains(arg, "=") { // none of update-ref's long options takes a value
 				a.Understood = false
 				return a
 			}
-			opt, ok := matchLong(name)
-			if !ok {
-				a.Understood = false
-				return a
+			switch name {
+			case "stdin":
+				a.Stdin = !negated
+			case "batch-updates":
+				a.Batch = !negated
 			}
-			opt.set(&a)
-		case len(arg) > 1 && arg[0] == '-':
-			for j := 1; j < len(arg); j++ {
-				switch arg[j] {
+		default:
+			for _, c := range gitUpdateRef.Shorts(arg) {
+				switch c {
 				case 'd':
 					a.Delete = true
 				case 'z':
 					a.NUL = true
 				case '0':
 					a.Batch = true
-				case 'm':
-					if j == len(arg)-1 {
-						i++ // the value is the next argument
-						if i == len(raw) {
-							a.Understood = false
-							return a
-						}
-					}
-					j = len(arg) // the rest of this argument is the value
+				case 'm': // its value is the rest of arg, or the next argument
 				default: // -h and anything unknown
 					a.Understood = false
+					return a
+				}
+			}
+			if gitUpdateRef.TakesNext(arg) {
+				if i++; i == len(raw) {
+					a.Understood = false // -m without its value
 					return a
 				}
 			}
 		}
 	}
 	return a
-}
-
-// matchLong finds the long option that name spells, exactly or as an unambiguous prefix.
-func matchLong(name string) (longOpt, bool) {
-	var found []longOpt
-	for _, o := range longOpts {
-		if o.name == name {
-			return o, true
-		}
-		if name != "" && strings.HasPrefix(o.name, name) {
-			found = append(found, o)
-		}
-	}
-	if len(found) != 1 {
-		return longOpt{}, false
-	}
-	return found[0], true
 }
 
 // Ref is the ref a one-ref or -d command line names: its first operand; "" when there
@@ -121,12 +94,9 @@ func (a Args) Ref() string {
 				return raw[i+1]
 			}
 			return ""
-		case a == "-m":
-			i++ // its value
+		case gitUpdateRef.TakesNext(a):
+			i++ // -m, or a bundle ending in it: its value is the next argument
 		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if j := strings.IndexByte(a, 'm'); j > 0 && !strings.HasPrefix(a, "--") && j == len(a)-1 {
-				i++ // a bundle ending in -m: the value is the next argument
-			}
 		default:
 			return a
 		}

@@ -166,10 +166,21 @@ func TestBadOptionValue(t *testing.T) {
 }
 
 // TestOptionTable: every option that is a setting has a parser for its type, and an
-// option with a git config key has an environment variable.
+// option with a git config key has an environment variable; push's own are neither,
+// have a parser for their type too and name their usage line.
 func TestOptionTable(t *testing.T) {
 	t.Parallel()
 	for _, o := range optionTable() {
+		if o.cmd == "push" {
+			if o.envVar != "" || o.config != "" || o.short != "" || o.form != "push" && o.form != "gather" {
+				t.Errorf("%s: push's options are spelled long, have no environment variable or git config key, and name their form", o.name)
+			}
+			if !o.isBool {
+				var v PushOptions
+				_ = setPushValue(o.field(&v), o.name, "1") // panics when the option's type has no parser
+			}
+			continue
+		}
 		if o.envVar == "" {
 			if o.config != "" || !o.isList {
 				t.Errorf("%s: only -C may have no environment variable", o.name)
@@ -207,11 +218,34 @@ func TestHelp(t *testing.T) {
 	}
 	for _, args := range [][]string{{"push", "--help"}, {"push", "origin", "--help", "--", "x"}} {
 		pushHelp, _, _ := run(t, nil, args...)
-		for _, want := range []string{"Usage: refretry push", "--no-atomic", "--rebase"} {
-			if !strings.Contains(pushHelp, want) {
+		flat := strings.Join(strings.Fields(pushHelp), " ")
+		for _, want := range []string{"Usage: refretry push", "--no-atomic", "--rebase", "--regenerate=COMMAND",
+			"--gather-max=N Staged commits one gather takes at most (forges cap the refs one push updates) (default 64).",
+			"--gather-lease=DURATION", "after each take-over it makes (default 30s).", "--gather-key-file=FILE",
+			"--gather-max-age=DURATION", "named in a note) (default 168h0m0s)."} {
+			if !strings.Contains(flat, want) {
 				t.Errorf("%q lacks %s:\n%s", args, want, pushHelp)
 			}
 		}
+	}
+}
+
+// TestUsage: --help opens with refretry's forms, push's two with every option
+// PushOptions declares, in its order.
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	help, _, _ := run(t, nil, "--help")
+	want := `Usage: refretry [options] <git update-ref arguments>
+       refretry [options] update-ref <git update-ref arguments>
+       refretry [options] push [--no-atomic] [--rebase] [--regenerate COMMAND] <git push arguments>
+       refretry [options] push --gather [--gather-max N] [--gather-lease DURATION] [--gather-key-file FILE] [--gather-max-age DURATION] <remote> [<src>:]<branch>
+       refretry [options] gather list|land|discard [--key-file FILE] <remote> <branch> [<id>...]
+       refretry [options] fetch <git fetch arguments>
+       refretry version
+       refretry shim install|uninstall [--dir DIR]
+`
+	if !strings.HasPrefix(help, want) {
+		t.Errorf("--help begins\n%s\nwant\n%s", help[:min(len(help), len(want))], want)
 	}
 }
 

@@ -72,65 +72,104 @@ func fit(k *kong.Kong) error {
 	if k.Model.HelpFlag != nil {
 		k.Model.HelpFlag.Short = 0
 	}
-	for _, f := range k.Model.Flags {
-		o, ok := lookup("--" + f.Name)
-		if !ok {
-			continue
+	// refretry's options are the application's flags; a command's own (push's) are its
+	// node's.
+	for _, n := range append([]*kong.Node{k.Model.Node}, k.Model.Children...) {
+		cmd := ""
+		if n != k.Model.Node {
+			cmd = n.Name
 		}
-		if !o.isBool && !o.isList {
-			f.Mapper = textMapper
+		for _, f := range n.Flags {
+			o, ok := lookup(cmd, "--"+f.Name)
+			if !ok {
+				continue
+			}
+			if !o.isBool && !o.isList {
+				f.Mapper = textMapper
+			}
+			describe(f, o)
 		}
-		describe(f, o)
 	}
 	return nil
 }
 
 // textMapper takes an option's value as kong takes a string, and keeps nothing: kong
 // only judges refretry's options (line.go), so its errors are those it gives for a
-// string whatever the option's type.
+// string whatever the option's type (push's own it describes and never reads:
+// push.go does).
 var textMapper = kong.MapperFunc(func(ctx *kong.DecodeContext, _ reflect.Value) error {
 	_, err := ctx.Scan.PopValue("string")
 	return err
 })
 
-// describe adds to a flag's help what Options declares beside it: its environment
-// variable, its git config key and its default.
+// describe adds to a flag's help what the declaration says beside it: its
+// environment variable, its git config key and its default.
 func describe(f *kong.Flag, o option) {
 	env, config, unset, def := o.about()
-	if env == "" {
-		return
+	var about []string
+	if env != "" {
+		where := "env " + env
+		if config != "" {
+			where += ", config " + config
+		}
+		about = append(about, where)
 	}
-	where := []string{"env " + env}
-	if config != "" {
-		where = append(where, "config "+config)
-	}
-	about := strings.Join(where, ", ")
 	switch {
 	case unset != "":
-		about += "; default: " + unset
+		about = append(about, "default: "+unset)
 	case def != "":
-		about += "; default " + def
+		about = append(about, "default "+def)
 	}
-	f.Help = strings.TrimSuffix(f.Help, ".") + " (" + about + ")."
+	if len(about) == 0 {
+		return
+	}
+	f.Help = strings.TrimSuffix(f.Help, ".") + " (" + strings.Join(about, "; ") + ")."
 }
 
-// usage is refretry's forms, at the top of its --help: the arguments of update-ref,
-// push and fetch are git's, which kong's own usage line cannot say.
-const usage = `Usage: refretry [options] <git update-ref arguments>
+// usageForms is refretry's forms, at the top of its --help: the arguments of
+// update-ref, push and fetch are git's, which kong's own usage line cannot say. Each
+// {form} is that form's options, as PushOptions declares them (usage).
+const usageForms = `Usage: refretry [options] <git update-ref arguments>
        refretry [options] update-ref <git update-ref arguments>
-       refretry [options] push [--no-atomic] [--rebase] [--regenerate COMMAND] <git push arguments>
-       refretry [options] push --gather [--gather-max N] [--gather-key-file FILE] <remote> [<src>:]<branch>
+       refretry [options] push{push} <git push arguments>
+       refretry [options] push{gather} <remote> [<src>:]<branch>
        refretry [options] gather list|land|discard [--key-file FILE] <remote> <branch> [<id>...]
        refretry [options] fetch <git fetch arguments>
        refretry version
        refretry shim install|uninstall [--dir DIR]
 `
 
+// usage is usageForms with each form's options: the one named after the form first
+// and bare (--gather), the others in brackets with their value's placeholder
+// ([--gather-max N]), in the order of their declaration.
+func usage() string {
+	words := map[string]string{}
+	for _, o := range optionTable() {
+		if o.form == "" {
+			continue
+		}
+		w := o.name
+		if p := o.tag.Get("placeholder"); p != "" {
+			w += " " + p
+		}
+		if o.name == "--"+o.form {
+			words[o.form] = " " + w + words[o.form]
+		} else {
+			words[o.form] += " [" + w + "]"
+		}
+	}
+	text := usageForms
+	for form, w := range words {
+		text = strings.ReplaceAll(text, "{"+form+"}", w)
+	}
+	return text
+}
+
 // help prints --help: refretry's forms, then kong's description of the options and
 // commands; a command's help is kong's alone.
 func help(options kong.HelpOptions, ctx *kong.Context) error {
 	if ctx.Selected() == nil {
-		if _, err := io.WriteString(ctx.Stdout, usage); err != nil {
+		if _, err := io.WriteString(ctx.Stdout, usage()); err != nil {
 			return err
 		}
 		options.NoAppSummary = true

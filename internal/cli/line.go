@@ -56,12 +56,12 @@ func (l *line) option(args []string) int {
 	}
 	if value, ok := strings.CutPrefix(a, "-C"); ok && value != "" {
 		// -Cvalue is -C value, whatever value is ("-C=x" names the directory "=x").
-		o, _ := lookup("-C")
+		o, _ := lookup("", "-C")
 		l.take(o, []string{"-C", value}, value)
 		return 1
 	}
 	spelling, value, hasValue := strings.Cut(a, "=")
-	o, known := lookup(spelling)
+	o, known := lookup("", spelling)
 	switch {
 	case !known || o.isBool && hasValue:
 		return 0 // --switch=value is not refretry's spelling: update-ref's (git rejects it)

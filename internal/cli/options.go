@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/ci"
+	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
 )
 
-// Options are refretry's own options, each declared here once and nowhere else: its
-// spelling (the name and short tags, which kong and the reader in line.go both read),
+// Options are refretry's own options, which come before the command, each declared
+// here once and nowhere else (push's own are PushOptions, below): its spelling (the
+// name and short tags, which kong and the reader in line.go both read),
 // its help, the environment variable (envvar) and the git config key (gitconfig) that
 // stand in for it when it is not given, what applies when it is unset if that is not a
 // value (unset), and its type, the field's. Its default is the library's (defaults).
@@ -41,6 +43,24 @@ type Options struct {
 	LogFile         string        `name:"log-file" placeholder:"PATH" envvar:"REFRETRY_LOG_FILE" gitconfig:"refretry.logFile" help:"Also append JSON lines to PATH."`
 }
 
+// PushOptions are push's own options, declared as Options are (name, placeholder,
+// help; none has an environment variable or a git config key), and read by push.go
+// wherever they appear among git push's arguments before "--". form is the usage
+// line that names the option (kong.go): push's, or push --gather's, which the option
+// named after the form (--gather) opens. Their defaults are the libraries' own
+// (pushDefaults).
+type PushOptions struct {
+	NoAtomic    bool          `name:"no-atomic" form:"push" help:"Push without --atomic: refs the remote accepts are updated even when others are rejected."`
+	Rebase      bool          `name:"rebase" form:"push" help:"When a branch was rejected because the remote moved it, replay the pushed commits onto the remote's tip and push again (from a branch, a detached HEAD or <commit>:<branch>)."`
+	Regenerate  string        `name:"regenerate" form:"push" placeholder:"COMMAND" help:"When a branch was rejected because the remote moved it (or --rebase conflicts), reset the checked-out commit and work tree to the remote's tip, run this shell command there, commit what it changed with the original commit's author and message, and push again."`
+	Gather      bool          `name:"gather" form:"gather" help:"Land the commit on the branch with the other jobs pushing to it: stage it in a ref of its own, and let one job replay everyone's onto the branch in one push (docs/push.md). Takes <remote> [<src>:]<branch>; with --rebase or --regenerate, a commit that conflicts falls back to them."`
+	GatherMax   int           `name:"gather-max" form:"gather" placeholder:"N" help:"Staged commits one gather takes at most (forges cap the refs one push updates)."`
+	GatherLease time.Duration `name:"gather-lease" form:"gather" placeholder:"DURATION" help:"How long a gather lease may stay unchanged before a waiting job takes it over (its holder is taken to be gone); a job doubles it after each take-over it makes."`
+	// The gather key itself comes from REFRETRY_GATHER_KEY or a file: never the command line, which /proc shows.
+	GatherKeyFile string        `name:"gather-key-file" form:"gather" placeholder:"FILE" help:"Read the gather key (the secret the pipeline's jobs share, docs/security.md) from this file instead of REFRETRY_GATHER_KEY."`
+	GatherMaxAge  time.Duration `name:"gather-max-age" form:"gather" placeholder:"DURATION" help:"With a gather key: how old a staged commit may be and still land (older ones stay staged, named in a note)."`
+}
+
 // defaults are the values no flag, environment variable or git config sets: the
 // libraries' own.
 func defaults() Options {
@@ -51,6 +71,11 @@ func defaults() Options {
 	}
 }
 
+// pushDefaults are push's options when not given: the gather package's own.
+func pushDefaults() PushOptions {
+	return PushOptions{GatherMax: gather.DefaultMaxPerWave, GatherLease: gather.DefaultLeaseTimeout, GatherMaxAge: gather.DefaultMaxAge}
+}
+
 // Policy is the retry policy the values give.
 func (v Options) Policy() retry.Policy {
 	p := retry.DefaultPolicy()
@@ -58,12 +83,15 @@ func (v Options) Policy() retry.Policy {
 	return p
 }
 
-// option is one field of Options as the reader, the resolver, the help and the README
-// table need it.
+// option is one field of Options or PushOptions as the readers, the resolver, the
+// help, the usage text and the README tables need it.
 type option struct {
-	index  int    // in Options
-	name   string // "--timeout"
-	short  string // "-C", or ""
+	of     reflect.Type // Options or PushOptions
+	cmd    string       // "": refretry's, before the command; "push": push's own
+	form   string       // push's: the usage line that names it, "push" or "gather"
+	index  int          // in of
+	name   string       // "--timeout"
+	short  string       // "-C", or ""
 	isBool bool
 	isList bool   // repeatable: each value is kept (-C)
 	envVar string // "": not a setting, the command line's alone
@@ -71,59 +99,60 @@ type option struct {
 	tag    reflect.StructTag
 }
 
-// optionTable is Options read once by reflection: the one declaration every reader,
-// resolver and description here works from.
+// optionTable is Options, then PushOptions, read once by reflection: the one
+// declaration every reader, resolver and description here works from.
 var optionTable = sync.OnceValue(func() []option {
-	t := reflect.TypeFor[Options]()
-	table := make([]option, 0, t.NumField())
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := f.Tag.Get("name")
-		if name == "" {
-			panic("cli: option " + f.Name + " has no name tag") // kong would make one its own way
+	var table []option
+	for _, decl := range []struct {
+		of  reflect.Type
+		cmd string
+	}{{reflect.TypeFor[Options](), ""}, {reflect.TypeFor[PushOptions](), "push"}} {
+		for i := range decl.of.NumField() {
+			f := decl.of.Field(i)
+			name := f.Tag.Get("name")
+			if name == "" {
+				panic("cli: option " + f.Name + " has no name tag") // kong would make one its own way
+			}
+			o := option{of: decl.of, cmd: decl.cmd, form: f.Tag.Get("form"), index: i, name: "--" + name,
+				isBool: f.Type.Kind() == reflect.Bool, isList: f.Type.Kind() == reflect.Slice,
+				envVar: f.Tag.Get("envvar"), config: strings.ToLower(f.Tag.Get("gitconfig")), tag: f.Tag}
+			if s := f.Tag.Get("short"); s != "" {
+				o.short = "-" + s
+			}
+			table = append(table, o)
 		}
-		o := option{index: i, name: "--" + name, isBool: f.Type.Kind() == reflect.Bool, isList: f.Type.Kind() == reflect.Slice,
-			envVar: f.Tag.Get("envvar"), config: strings.ToLower(f.Tag.Get("gitconfig")), tag: f.Tag}
-		if s := f.Tag.Get("short"); s != "" {
-			o.short = "-" + s
-		}
-		table = append(table, o)
 	}
 	return table
 })
 
-// flagName is a field's flag name as kong spells it: the name tag, or the field's
-// name in kebab case (PushCmd's options, push.go).
-func flagName(f reflect.StructField) string {
-	if n := f.Tag.Get("name"); n != "" {
-		return n
-	}
-	var b strings.Builder
-	for i, r := range f.Name {
-		if 'A' <= r && r <= 'Z' {
-			if i > 0 {
-				b.WriteByte('-')
-			}
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// lookup finds an option by its spelling ("--timeout", "-C").
-func lookup(spelling string) (option, bool) {
+// lookup finds an option of cmd ("" for refretry's own, "push") by its spelling
+// ("--timeout", "-C").
+func lookup(cmd, spelling string) (option, bool) {
 	for _, o := range optionTable() {
-		if o.name == spelling || o.short != "" && o.short == spelling {
+		if o.cmd == cmd && (o.name == spelling || o.short != "" && o.short == spelling) {
 			return o, true
 		}
 	}
 	return option{}, false
 }
 
-// field is the option's field in opts.
-func (o option) field(opts *Options) reflect.Value {
-	return reflect.ValueOf(opts).Elem().Field(o.index)
+// field is the option's field in opts, an *Options or a *PushOptions as the option is.
+func (o option) field(opts any) reflect.Value {
+	v := reflect.ValueOf(opts).Elem()
+	if v.Type() != o.of {
+		panic("cli: option " + o.name + " is not a field of " + v.Type().String())
+	}
+	return v.Field(o.index)
+}
+
+// defaultValue is the option's value when nothing sets it.
+func (o option) defaultValue() reflect.Value {
+	if o.cmd == "push" {
+		d := pushDefaults()
+		return o.field(&d)
+	}
+	d := defaults()
+	return o.field(&d)
 }
 
 // explicit is the option's text given on the command line (flags, by spelling) or,
@@ -244,21 +273,20 @@ func gitBool(v string) (on, ok bool) {
 	return false, false
 }
 
-// about is what Options declares of the option beside its help, as --help and the
-// README say it: its environment variable (=1 for a switch), its git config key, and
-// what applies when it is unset: said in words (unset), or the default value (def, ""
-// for none: off, or an empty string).
+// about is what the declaration says of the option beside its help, as --help and
+// the README say it: its environment variable (=1 for a switch), its git config key,
+// and what applies when it is unset: said in words (unset), or the default value
+// (def, "" for none: off, or an empty string).
 func (o option) about() (env, config, unset, def string) {
-	if o.envVar == "" {
-		return "", "", "", ""
+	if o.envVar == "" && o.cmd == "" {
+		return "", "", "", "" // -C: the command line's alone
 	}
-	env = o.envVar
-	if o.isBool {
+	if env = o.envVar; env != "" && o.isBool {
 		env += "=1"
 	}
 	unset = o.tag.Get("unset")
-	if d := reflect.ValueOf(defaults()).Field(o.index).Interface(); unset == "" && d != false && d != "" {
-		def = fmt.Sprint(d)
+	if d := o.defaultValue(); unset == "" && !d.IsZero() {
+		def = fmt.Sprint(d.Interface())
 	}
 	return env, o.tag.Get("gitconfig"), unset, def
 }

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/refretry/refretry/failure"
@@ -15,104 +14,85 @@ import (
 )
 
 // PushCmd runs git push with the caller's arguments, atomically unless told otherwise,
-// retrying remote lock contention and transport failures. Its own options may appear
-// anywhere among git push's before "--"; they are taken out before git sees them.
+// retrying remote lock contention and transport failures. Its own options
+// (PushOptions, options.go) may appear anywhere among git push's before "--"; they
+// are taken out before git sees them.
 type PushCmd struct {
-	NoAtomic    bool          `help:"Push without --atomic: refs the remote accepts are updated even when others are rejected."`
-	Rebase      bool          `help:"When a branch was rejected because the remote moved it, replay the pushed commits onto the remote's tip and push again (from a branch, a detached HEAD or <commit>:<branch>)."`
-	Regenerate  string        `help:"When a branch was rejected because the remote moved it (or --rebase conflicts), reset the checked-out commit and work tree to the remote's tip, run this shell command there, commit what it changed with the original commit's author and message, and push again." placeholder:"COMMAND"`
-	Gather      bool          `help:"Land the commit on the branch with the other jobs pushing to it: stage it in a ref of its own, and let one job replay everyone's onto the branch in one push (docs/push.md). Takes <remote> [<src>:]<branch>; with --rebase or --regenerate, a commit that conflicts falls back to them."`
-	GatherMax   int           `help:"Staged commits one gather takes at most (forges cap the refs one push updates)." default:"64" placeholder:"N"`
-	GatherLease time.Duration `help:"How long a gather lease may stay unchanged before a waiting job takes it over (its holder is taken to be gone); a job doubles it after each take-over it makes." default:"30s" placeholder:"DURATION"`
-	// The gather key itself comes from REFRETRY_GATHER_KEY or a file: never the command line, which /proc shows.
-	GatherKeyFile string        `help:"Read the gather key (the secret the pipeline's jobs share, docs/security.md) from this file instead of REFRETRY_GATHER_KEY." placeholder:"FILE"`
-	GatherMaxAge  time.Duration `help:"With a gather key: how old a staged commit may be and still land (older ones stay staged, named in a note)." default:"168h" placeholder:"DURATION"`
+	PushOptions
 
 	// Args are git push's arguments, verbatim; Run fills them in, kong never sees them.
 	Args []string `kong:"-"`
 }
 
-// pushOptions are PushCmd's own options, by spelling, read from its declaration: its
-// bool flags and its string and int options (which take a value, "--x v" or "--x=v").
-var pushOptions = sync.OnceValue(func() map[string]int {
-	t := reflect.TypeFor[PushCmd]()
-	m := map[string]int{}
-	for i := range t.NumField() {
-		switch f := t.Field(i); f.Type.Kind() {
-		case reflect.Bool, reflect.String, reflect.Int, reflect.Int64:
-			m["--"+flagName(f)] = i
-		}
-	}
-	return m
-})
-
-// takeOptions sets c's own options from args and returns the rest for git. An option
-// that takes a value and has none is a usage error.
+// takeOptions sets c's own options from args, the defaults where neither args nor the
+// caller set one, and returns the rest for git. An option is spelled in full, --x v or
+// --x=v; a switch given a value (--rebase=yes) is git's to judge. An option that takes
+// a value and has none, or a number or a duration that is not positive, is a usage
+// error.
 func (c *PushCmd) takeOptions(args []string) ([]string, error) {
-	rest := make([]string, 0, len(args))
-	v := reflect.ValueOf(c).Elem()
-	// Kong never sees these options: their defaults are set here, from the same tags.
-	for i := range v.NumField() {
-		f, def := v.Field(i), v.Type().Field(i).Tag.Get("default")
-		switch {
-		case def == "" || !f.IsZero():
-		case f.Type() == reflect.TypeFor[time.Duration]():
-			d, _ := time.ParseDuration(def)
-			f.SetInt(int64(d))
-		case f.Kind() == reflect.Int:
-			n, _ := strconv.Atoi(def)
-			f.SetInt(int64(n))
+	def := pushDefaults()
+	for _, o := range optionTable() {
+		if o.cmd != "push" {
+			continue
+		}
+		if f := o.field(&c.PushOptions); f.IsZero() {
+			f.Set(o.field(&def))
 		}
 	}
+	rest := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			return append(rest, args[i:]...), nil
 		}
-		name, value, hasValue := strings.Cut(a, "=")
-		if field, ok := pushOptions()[name]; ok {
-			f := v.Field(field)
-			if f.Kind() == reflect.Bool {
-				if hasValue {
-					rest = append(rest, a) // not refretry's spelling: git's to judge
-					continue
-				}
-				f.SetBool(true)
-				continue
-			}
-			if !hasValue {
-				if i+1 >= len(args) {
-					return nil, &usageError{msg: "push: " + name + " needs a value"}
-				}
+		spelling, value, hasValue := strings.Cut(a, "=")
+		o, own := lookup("push", spelling)
+		switch {
+		case !own || o.isBool && hasValue:
+			rest = append(rest, a)
+			if push.TakesNextArg(a) && i+1 < len(args) { // that value is git's, whatever it looks like
 				i++
-				value = args[i]
+				rest = append(rest, args[i])
 			}
-			if f.Type() == reflect.TypeFor[time.Duration]() {
-				d, err := time.ParseDuration(value)
-				if err != nil || d <= 0 {
-					return nil, notPositive("push", name, value)
-				}
-				f.SetInt(int64(d))
-				continue
-			}
-			if f.Kind() == reflect.Int {
-				n, err := strconv.Atoi(value)
-				if err != nil || n < 1 {
-					return nil, &usageError{msg: fmt.Sprintf("push: %s needs a positive number, not %q", name, value)}
-				}
-				f.SetInt(int64(n))
-				continue
-			}
-			f.SetString(value)
 			continue
-		}
-		rest = append(rest, a)
-		if push.TakesNextArg(a) && i+1 < len(args) { // that value is git's, whatever it looks like
+		case o.isBool:
+			o.field(&c.PushOptions).SetBool(true)
+			continue
+		case !hasValue && i+1 >= len(args):
+			return nil, &usageError{msg: "push: " + spelling + " needs a value"}
+		case !hasValue:
 			i++
-			rest = append(rest, args[i])
+			value = args[i]
+		}
+		if err := setPushValue(o.field(&c.PushOptions), spelling, value); err != nil {
+			return nil, err
 		}
 	}
 	return rest, nil
+}
+
+// setPushValue sets one of push's options, given as spelling, to value, by the
+// field's type: a duration or a number must be positive.
+func setPushValue(f reflect.Value, spelling, value string) error {
+	switch f.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(value)
+		if err != nil || d <= 0 {
+			return notPositive("push", spelling, value)
+		}
+		f.SetInt(int64(d))
+	case int:
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 {
+			return &usageError{msg: fmt.Sprintf("push: %s needs a positive number, not %q", spelling, value)}
+		}
+		f.SetInt(int64(n))
+	case string:
+		f.SetString(value)
+	default:
+		panic("cli: no parser for push's " + spelling)
+	}
+	return nil
 }
 
 // Run runs the push.

@@ -3,6 +3,9 @@ package cli
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/refretry/refretry/gather"
 )
 
 func TestPushTakeOptions(t *testing.T) {
@@ -54,6 +57,49 @@ func TestPushTakeOptions(t *testing.T) {
 	}
 	if _, err := c.takeOptions([]string{"--rebase=yes", "origin"}); err != nil {
 		t.Errorf("--rebase=yes is git's to judge: %v", err)
+	}
+}
+
+// TestPushGatherOptions: --gather's options, each in both spellings, and the
+// libraries' defaults for those not given.
+func TestPushGatherOptions(t *testing.T) {
+	t.Parallel()
+	var c PushCmd
+	rest, err := c.takeOptions([]string{"--gather", "--gather-max=8", "--gather-lease", "1s", "-o", "--gather-max=9",
+		"--gather-key-file", "k", "origin", "--gather-max-age=2h", "HEAD:main"})
+	want := PushOptions{Gather: true, GatherMax: 8, GatherLease: time.Second, GatherKeyFile: "k", GatherMaxAge: 2 * time.Hour}
+	if err != nil || c.PushOptions != want || !slices.Equal(rest, []string{"-o", "--gather-max=9", "origin", "HEAD:main"}) {
+		t.Errorf("takeOptions = %+v %q %v, want %+v", c.PushOptions, rest, err, want)
+	}
+	var d PushCmd
+	if _, err := d.takeOptions([]string{"--gather", "origin", "main"}); err != nil ||
+		d.GatherMax != gather.DefaultMaxPerWave || d.GatherLease != gather.DefaultLeaseTimeout || d.GatherMaxAge != gather.DefaultMaxAge {
+		t.Errorf("defaults: %+v %v", d.PushOptions, err)
+	}
+}
+
+// TestPushBadOptions: a push option without its value, or with one that is not a
+// positive number or duration, is a usage error: exit 129 and one line, before git
+// runs.
+func TestPushBadOptions(t *testing.T) {
+	t.Parallel()
+	nowhere := t.TempDir() // a push that let the value pass would run git: not in a repository
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"origin", "main", "--regenerate"}, "refretry: push: --regenerate needs a value\n"},
+		{[]string{"--gather", "origin", "main", "--gather-lease"}, "refretry: push: --gather-lease needs a value\n"},
+		{[]string{"--gather", "--gather-max=0", "origin", "main"}, "refretry: push: --gather-max needs a positive number, not \"0\"\n"},
+		{[]string{"--gather", "--gather-max", "many", "origin", "main"}, "refretry: push: --gather-max needs a positive number, not \"many\"\n"},
+		{[]string{"--gather", "--gather-lease", "soon", "origin", "main"}, "refretry: push: --gather-lease needs a positive duration (30s, 2m), not \"soon\"\n"},
+		{[]string{"--gather", "--gather-lease=-1s", "origin", "main"}, "refretry: push: --gather-lease needs a positive duration (30s, 2m), not \"-1s\"\n"},
+		{[]string{"--gather", "--gather-max-age=0", "origin", "main"}, "refretry: push: --gather-max-age needs a positive duration (30s, 2m), not \"0\"\n"},
+	} {
+		stdout, stderr, code := run(t, nil, append([]string{"-C", nowhere, "push"}, tc.args...)...)
+		if code != exitUsage || stdout != "" || stderr != tc.want {
+			t.Errorf("push %q: exit %d, stdout %q, stderr %q; want 129 and %q", tc.args, code, stdout, stderr, tc.want)
+		}
 	}
 }
 

@@ -11,47 +11,84 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite README.md's option table from Options")
+var update = flag.Bool("update", false, "rewrite README.md's option tables from Options and PushOptions")
 
-// The option table in README.md lies between these lines.
-const (
-	tableStart = "<!-- options: generated from internal/cli/options.go; go test ./internal/cli -run TestREADMEOptions -update -->\n"
-	tableEnd   = "<!-- end of options -->\n"
-)
+// readmeTables are README.md's option tables: each lies between its start and end
+// lines, and lists the options of cmd (refretry's own, push's).
+var readmeTables = []struct{ start, end, cmd string }{
+	{"<!-- options: generated from internal/cli/options.go; go test ./internal/cli -run TestREADMEOptions -update -->\n", "<!-- end of options -->\n", ""},
+	{"<!-- push options: generated from internal/cli/options.go; go test ./internal/cli -run TestREADMEOptions -update -->\n", "<!-- end of push options -->\n", "push"},
+}
 
-// TestREADMEOptions: README.md's option table is Options rendered, as --help says
-// them; -update rewrites it.
+// TestREADMEOptions: README.md's option tables are Options and PushOptions rendered,
+// as --help says them; -update rewrites them.
 func TestREADMEOptions(t *testing.T) {
 	path := filepath.Join("..", "..", "README.md")
 	readme, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, rest, ok1 := bytes.Cut(readme, []byte(tableStart))
-	got, after, ok2 := bytes.Cut(rest, []byte(tableEnd))
-	if !ok1 || !ok2 {
-		t.Fatalf("README.md has no %q … %q", tableStart, tableEnd)
+	rewritten := readme
+	for _, table := range readmeTables {
+		before, rest, ok1 := bytes.Cut(rewritten, []byte(table.start))
+		got, after, ok2 := bytes.Cut(rest, []byte(table.end))
+		if !ok1 || !ok2 {
+			t.Fatalf("README.md has no %q … %q", table.start, table.end)
+		}
+		want := optionsMarkdown(table.cmd)
+		if string(got) == want {
+			continue
+		}
+		if !*update {
+			t.Errorf("README.md's option table %q is not the declaration's (go test ./internal/cli -run TestREADMEOptions -update rewrites it):\n%s",
+				table.start, lineDiff(string(got), want))
+		}
+		rewritten = bytes.Join([][]byte{before, []byte(table.start), []byte(want), []byte(table.end), after}, nil)
 	}
-	want := optionsMarkdown()
-	if string(got) == want {
-		return
-	}
-	if *update {
-		out := bytes.Join([][]byte{before, []byte(tableStart), []byte(want), []byte(tableEnd), after}, nil)
-		if err := os.WriteFile(path, out, 0o644); err != nil {
+	if *update && !bytes.Equal(rewritten, readme) {
+		if err := os.WriteFile(path, rewritten, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return
 	}
-	t.Errorf("README.md's option table is not Options' (go test ./internal/cli -run TestREADMEOptions -update rewrites it):\n%s",
-		lineDiff(string(got), want))
 }
 
-// optionsMarkdown is the option table: one row per option, in declaration order.
-func optionsMarkdown() string {
+// TestPushDocUsage: docs/push.md opens with push's usage lines as --help prints them.
+func TestPushDocUsage(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "push.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for l := range strings.Lines(usage()) {
+		l = strings.TrimSpace(strings.TrimPrefix(l, "Usage:"))
+		if !strings.HasPrefix(l, "refretry [options] push") {
+			continue
+		}
+		n++
+		if !bytes.Contains(doc, []byte("\n"+l+"\n")) {
+			t.Errorf("docs/push.md lacks the usage line\n%s", l)
+		}
+	}
+	if n != 2 {
+		t.Errorf("the usage has %d push lines, want 2:\n%s", n, usage())
+	}
+}
+
+// optionsMarkdown is cmd's option table: one row per option, in declaration order.
+// push's options have no environment variable or git config key: their table has no
+// such columns.
+func optionsMarkdown(cmd string) string {
 	var b strings.Builder
-	b.WriteString("| option | environment | git config | default | meaning |\n|---|---|---|---|---|\n")
+	if cmd == "" {
+		b.WriteString("| option | environment | git config | default | meaning |\n|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("| option | default | meaning |\n|---|---|---|\n")
+	}
 	for _, o := range optionTable() {
+		if o.cmd != cmd {
+			continue
+		}
 		env, config, unset, def := o.about()
 		switch {
 		case env != "" && config == "":
@@ -65,7 +102,12 @@ func optionsMarkdown() string {
 		if def != "" {
 			unset = "`" + def + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", spellings(o), env, config, unset, o.tag.Get("help"))
+		help := strings.ReplaceAll(o.tag.Get("help"), "<", "&lt;") // <branch> is words, not HTML
+		if cmd != "" {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", spellings(o), unset, help)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", spellings(o), env, config, unset, help)
 	}
 	return b.String()
 }

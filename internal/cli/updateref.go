@@ -141,7 +141,7 @@ func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts
 // about to commit a group, that is under contention): refretry.coalesce unset or true.
 func coalesceAllowed(in *invocation) bool {
 	v := Options{Coalesce: true}
-	o, _ := lookup("--coalesce")
+	o, _ := lookup("", "--coalesce")
 	return o.fromConfig(&v, in.set, in.readConfig()) != nil || v.Coalesce
 }
 

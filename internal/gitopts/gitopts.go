@@ -9,37 +9,54 @@ import "strings"
 
 // Command is one git command's options.
 type Command struct {
-	// Names maps each long option's name to whether it takes its value from the next
-	// argument when none is given with "=". Options git hides from -h count too: a
-	// prefix must fit exactly one of all of them.
+	// Names maps each long option's name, as git's option table spells it ("stdin",
+	// "no-deref"), to whether it takes its value from the next argument when none is
+	// given with "=". Options git hides from -h count too: a prefix must fit exactly
+	// one of all of them. Every option is taken to be negatable, as git's are unless
+	// marked otherwise (none of update-ref's is; push's --ipv4 and --ipv6 are the
+	// exceptions, which matter only to arguments git refuses either way).
 	Names map[string]bool
 	// ShortValues are the short options that take a value ("o" for push's -o).
 	ShortValues string
 }
 
-// Option is the long option arg names: its full name and whether it is negated
-// (--no-<name>). ok is false when arg is not one of c's long options, or is a prefix
+// Option is the long option arg names, as git's parse_long_opt finds it (git 2.39 and
+// 2.55 agree on every spelling): the option's name as Names spells it, and whether
+// arg negates it. An option "x" is named by --x, --no-x and their unambiguous
+// prefixes (--x-pre, --no-x-pre); an option "no-x" by --no-x and its prefixes, and
+// negated by --x, --no-no-x and theirs; and --n, --no and --no- are prefixes of every
+// option negated. ok is false when arg is not one of c's long options, or is a prefix
 // of more than one (git refuses it as ambiguous).
 func (c Command) Option(arg string) (name string, negated, ok bool) {
 	body, found := strings.CutPrefix(arg, "--")
-	body, _, _ = strings.Cut(body, "=")
-	if !found || body == "" {
+	word, _, _ := strings.Cut(body, "=")
+	if !found || word == "" {
 		return "", false, false
 	}
-	if _, exact := c.Names[body]; exact {
-		return body, false, true
-	}
-	positive, isNo := strings.CutPrefix(body, "no-")
-	if _, exact := c.Names[positive]; isNo && exact {
-		return positive, true, true
+	// What arg says after its "no-" (or "no-no-"), and whether that negates.
+	rest, unset, noNo := word, false, false
+	if r, isNo := strings.CutPrefix(word, "no-"); isNo {
+		if r2, isNoNo := strings.CutPrefix(r, "no-"); isNoNo {
+			rest, noNo = r2, true
+		} else {
+			rest, unset = r, true
+		}
 	}
 	matches := 0
+	match := func(n string, neg bool) { name, negated, matches = n, neg, matches+1 }
 	for n := range c.Names {
-		if strings.HasPrefix(n, body) {
-			name, negated, matches = n, false, matches+1
+		long, isNo := strings.CutPrefix(n, "no-")
+		if !isNo && noNo {
+			continue // --no-no-x names only an option spelled no-x
 		}
-		if isNo && strings.HasPrefix(n, positive) && !strings.HasPrefix(n, "no-") {
-			name, negated, matches = n, true, matches+1
+		if rest == long {
+			return n, unset != isNo, true // in full: no prefix of another counts
+		}
+		if strings.HasPrefix(long, rest) {
+			match(n, unset != isNo)
+		}
+		if strings.HasPrefix("no-", body) { // --n, --no, --no-: every option, negated
+			match(n, !isNo)
 		}
 	}
 	if matches != 1 {

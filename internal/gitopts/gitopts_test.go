@@ -4,10 +4,12 @@ import "testing"
 
 var cmd = Command{ShortValues: "oj", Names: map[string]bool{
 	"push-option": true, "prune": false, "prune-tags": false, "porcelain": false, "no-verify": false,
-	"verify": false, "verbose": false, "depth": true, "deepen": true,
+	"verbose": false, "depth": true, "deepen": true,
 }}
 
-// TestOption: full names, unambiguous prefixes, negations, and what git refuses.
+// TestOption: full names, unambiguous prefixes, negations, and what git refuses, as
+// git's parse_long_opt reads them (transaction's TestParseArgsLikeGit runs real gits on
+// update-ref's spellings of each kind).
 func TestOption(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -23,7 +25,15 @@ func TestOption(t *testing.T) {
 		{"--no-pru", "", false, false},         // prune or prune-tags
 		{"--no-porc", "porcelain", true, true}, // negated prefix
 		{"--no-verify", "no-verify", false, true},
-		{"--no-ver", "", false, false}, // no-verify, or verify or verbose negated
+		{"--no-ver", "", false, false},              // no-verify, or verbose negated
+		{"--verify", "no-verify", true, true},       // an option spelled no-x is negated by --x
+		{"--verif", "no-verify", true, true},        // and by its prefixes
+		{"--no-no-verify", "no-verify", true, true}, // and by --no-no-x
+		{"--no-no-v", "no-verify", true, true},
+		{"--no-no-prune", "", false, false}, // --no-no- names only options spelled no-x
+		{"--n", "", false, false},           // every option negated
+		{"--no", "", false, false},
+		{"--no=x", "", false, false},
 		{"--p", "", false, false},
 		{"--de", "", false, false},
 		{"--dep", "depth", false, true},
