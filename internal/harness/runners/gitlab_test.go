@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -366,6 +368,172 @@ func TestGitLabComponentLocal(t *testing.T) {
 	if len(checkouts) != 8 || len(logged) != 8 {
 		t.Errorf("%d job checkouts, %d of them with refretry's summary of their ref in .refretry/log.jsonl; want 8 and 8", len(checkouts), len(logged))
 	}
+	if status := w.run(t, proj, "status", "--porcelain", "--untracked-files=all"); status != "" {
+		t.Errorf("the project after the run:\n%s", status)
+	}
+	w.checkNoLeftovers(t)
+	if t.Failed() {
+		t.Logf("gitlab-ci-local:\n%s", tail(out, 20000))
+	}
+}
+
+// adaptation is one change an example needs to run offline: old, which must occur in
+// the example exactly n times (so that an example that changes fails the test rather
+// than running unadapted), becomes new.
+type adaptation struct {
+	old, new string
+	n        int
+}
+
+// adapt is example with the adaptations made.
+func adapt(t *testing.T, example string, as ...adaptation) string {
+	t.Helper()
+	for _, a := range as {
+		if got := strings.Count(example, a.old); got != a.n {
+			t.Fatalf("the example has %q %d times, want %d: adapt the test to it", a.old, got, a.n)
+		}
+		example = strings.ReplaceAll(example, a.old, a.new)
+	}
+	return example
+}
+
+// TestGitLabExamples runs the GitLab examples with gitlab-ci-local, adapted only for
+// being offline (adapt: each change must match the example as it is), on the files
+// backend. The project is ci/results on the git server, so the remote the examples
+// build from CI_SERVER_PROTOCOL, CI_SERVER_HOST, CI_SERVER_PORT and CI_PROJECT_PATH is
+// the server's, port kept; RESULTS_TOKEN is any value (the server asks for no
+// password). Their images are not pulled: the runner is the shell executor.
+//
+// examples/gitlab/.gitlab-ci.yml: its go install of refretry@latest, which needs the
+// network, becomes command -v refretry, which finds refretry built from this
+// checkout (first on PATH; GOPATH is an empty directory of the test's, so the
+// example's PATH line adds nothing before it). Jobs on a shell runner share HOME, and
+// git config --global takes its lock without waiting: each job gets a global git
+// config of its own (GIT_CONFIG_GLOBAL), as a container's HOME is on GitLab. All 8
+// test jobs and collect pass, every job's result ref lands once with its report, and
+// collect finds 8.
+//
+// examples/gitlab/component.gitlab-ci.yml: <group> is tools, where componentProject
+// serves the component at its tag; both includes get the input image "" (see
+// testdata/gitlab/gather.gitlab-ci.yml). Its go test ./... tests a small module of the
+// project's; the project's default branch is results, so that nightly's rule holds;
+// release v1.2.3 comes from the test's mirror through the CI/CD variable
+// REFRETRY_RELEASES_URL. test, record-result and nightly pass: the pipeline's result
+// ref and nightly land once, at the pipeline's commit, and nightly's git update-ref
+// went through the shim (refretry's log has its summary).
+//
+// After each: every job's checkout holds nothing of refretry's (git status --porcelain
+// --untracked-files=all: the jobs' own reports alone), nor does the project or TMPDIR.
+func TestGitLabExamples(t *testing.T) {
+	need(t)
+	examples := filepath.Join(moduleRoot(t), "examples")
+
+	t.Run(".gitlab-ci.yml", func(t *testing.T) {
+		w := newWorld(t, "files")
+		pipeline := adapt(t, readFile(t, filepath.Join(examples, "gitlab", ".gitlab-ci.yml")), adaptation{
+			"    - go install github.com/refretry/refretry@latest\n",
+			"    - command -v refretry # offline: refretry built from this checkout\n", 1})
+		proj := w.gitLabProject(t, map[string]string{
+			".gitlab-ci.yml":              pipeline,
+			"examples/push-matrix.sh":     readFile(t, filepath.Join(examples, "push-matrix.sh")),
+			"examples/collect-results.sh": readFile(t, filepath.Join(examples, "collect-results.sh")),
+		})
+		out, err := w.gitLabCILocal(t, proj, "example-matrix", "RESULTS_TOKEN=runners-token",
+			"GOPATH="+t.TempDir(), "GIT_CONFIG_GLOBAL="+filepath.Join(t.TempDir(), "$CI_JOB_ID.gitconfig"))
+		if err != nil {
+			t.Errorf("gitlab-ci-local: %v", err)
+		}
+		installed := regexp.MustCompile(`(?m)^test: \[[1-8]\] +> ` + regexp.QuoteMeta(filepath.Join(w.bin, "refretry")) + `$`)
+		if n := len(installed.FindAllString(out, -1)); n != 8 {
+			t.Errorf("%d test jobs found refretry built from this checkout, want 8", n)
+		}
+		run := regexp.MustCompile(`(?m)^collect +> 8 results for run (\d+)$`).FindStringSubmatch(out)
+		if run == nil || !passed(out, "collect") {
+			t.Fatalf("collect did not pass with 8 results\n%s", tail(out, 20000))
+		}
+		want := []string{"refs/heads/main", "refs/heads/results"}
+		var statuses []string
+		for i := 1; i <= 8; i++ {
+			if !passed(out, fmt.Sprintf("test: [%d]", i)) {
+				t.Errorf("job test: [%d] did not pass", i)
+			}
+			ref := fmt.Sprintf("refs/ci/%s/shard-%d", run[1], i)
+			want = append(want, ref)
+			report := fmt.Sprintf("report-%d.txt", i)
+			if got := w.run(t, w.remote, "log", "--format=%P %s", w.base+".."+ref); got != w.base+" CI result: run "+run[1]+", job shard-"+strconv.Itoa(i) {
+				t.Errorf("%s: %q, want one commit on the pipeline's", ref, got)
+			} else if files, body := w.run(t, w.remote, "ls-tree", "--name-only", ref), w.run(t, w.remote, "show", ref+":"+report); files != report || body != fmt.Sprintf("shard %d passed", i) {
+				t.Errorf("%s holds %q, %s %q", ref, files, report, body)
+			}
+			statuses = append(statuses, "?? out/"+report)
+		}
+		got := strings.Split(w.run(t, w.remote, "for-each-ref", "--format=%(refname)"), "\n")
+		if slices.Sort(got); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+			t.Errorf("the remote's refs %q, want %q", got, want)
+		}
+		// The test jobs' checkouts hold their reports, collect's nothing.
+		var gotStatuses []string
+		for _, s := range w.jobCheckouts(t, proj) {
+			gotStatuses = append(gotStatuses, s)
+		}
+		statuses = append(statuses, "")
+		if slices.Sort(gotStatuses); !slices.Equal(gotStatuses, slices.Sorted(slices.Values(statuses))) {
+			t.Errorf("the jobs' checkouts' git status: %q, want %q", gotStatuses, statuses)
+		}
+		w.checkExampleAfter(t, proj, out)
+	})
+
+	t.Run("component.gitlab-ci.yml", func(t *testing.T) {
+		w := newWorld(t, "files")
+		w.componentProject(t)
+		pipeline := adapt(t, readFile(t, filepath.Join(examples, "gitlab", "component.gitlab-ci.yml")),
+			adaptation{"<group>", "tools", 3}, // the includes and the comment that names it
+			adaptation{"    inputs:\n", "    inputs:\n      image: \"\" # offline: the shell executor's\n", 2})
+		proj := w.gitLabProject(t, map[string]string{
+			".gitlab-ci.yml": pipeline,
+			"go.mod":         "module example.com/results\n\ngo 1.22\n",
+			"results_test.go": "package results\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\n" +
+				"func TestReadme(t *testing.T) {\n\tif b, err := os.ReadFile(\"README\"); err != nil || string(b) != \"results\\n\" {\n\t\tt.Fatalf(\"README: %q, %v\", b, err)\n\t}\n}\n",
+		})
+		w.run(t, proj, "remote", "set-head", "origin", "results")
+		out, err := w.gitLabCILocal(t, proj, "example-component", "RESULTS_TOKEN=runners-token",
+			"REFRETRY_RELEASES_URL="+w.serveRelease(t, componentTag))
+		if err != nil {
+			t.Errorf("gitlab-ci-local: %v", err)
+		}
+		for _, job := range []string{"test", "record-result", "nightly"} {
+			if !passed(out, job) {
+				t.Errorf("job %s did not pass", job)
+			}
+		}
+		if !regexp.MustCompile(`(?m)^test +> ok\s+example\.com/results\s`).MatchString(out) {
+			t.Errorf("test's go test ./... did not pass its test")
+		}
+		refs := w.run(t, w.remote, "for-each-ref", "--format=%(refname) %(objectname)")
+		want := regexp.MustCompile(`^refs/ci/(\d+)/result ` + w.base + `\nrefs/heads/main [0-9a-f]{40}\nrefs/heads/nightly ` + w.base + `\nrefs/heads/results ` + w.base + `$`)
+		if !want.MatchString(refs) {
+			t.Errorf("the remote's refs:\n%s\nwant the pipeline's result ref and nightly at %s, results unmoved", refs, w.base)
+		}
+		checkouts := w.jobCheckouts(t, proj)
+		shimmed := false
+		for dir, status := range checkouts {
+			if status != "" {
+				t.Errorf("job checkout %s: git status --porcelain --untracked-files=all:\n%s", dir, status)
+			}
+			log, _ := os.ReadFile(filepath.Join(proj, ".gitlab-ci-local", "builds", dir, ".refretry", "log.jsonl"))
+			shimmed = shimmed || regexp.MustCompile(`"msg":"summary".*"command":"update-ref","result":"success".*"refs":\["refs/heads/nightly"\]`).Match(log)
+		}
+		if len(checkouts) != 3 || !shimmed {
+			t.Errorf("%d job checkouts, want 3; nightly's git update-ref through the shim logged: %v", len(checkouts), shimmed)
+		}
+		w.checkExampleAfter(t, proj, out)
+	})
+}
+
+// checkExampleAfter checks what is left after an example's run: the project's git
+// status is clean and TMPDIR holds nothing of refretry's.
+func (w *world) checkExampleAfter(t *testing.T, proj, out string) {
+	t.Helper()
 	if status := w.run(t, proj, "status", "--porcelain", "--untracked-files=all"); status != "" {
 		t.Errorf("the project after the run:\n%s", status)
 	}
