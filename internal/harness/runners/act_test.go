@@ -216,7 +216,9 @@ func TestActGather(t *testing.T) {
 // as a re-run, which lands nothing twice) and matrix.yml (8 jobs
 // pushing a result ref each, then collect). actions/checkout is the test's stand-in
 // (testdata/checkout); fan-in.yml is not run: actions/upload-artifact and
-// download-artifact cannot be had offline, and no action but checkout is stubbed.
+// download-artifact cannot be had offline, and no action but checkout is stubbed (a
+// stand-in of both would test the stand-in and act's artifact server, not the
+// example, which runs no refretry: it is what gather.yml replaces).
 func TestActExamples(t *testing.T) {
 	need(t)
 	w := newWorld(t, "files")

@@ -59,23 +59,27 @@ func goEnv(t *testing.T, name string) string {
 
 // world is what a runner's jobs see: a bin directory with refretry (built from this
 // checkout) and git 2.55 first on PATH, a HOME, a TMPDIR and a cache directory of the
-// test's own, and the project's git server serving a bare repository results.git.
+// test's own, and the project's git server serving a bare repository ci/results.git.
 type world struct {
 	root    string // the refretry checkout
 	bin     string
 	home    string
 	tmp     string // the runner's TMPDIR, checked for leftovers at the end
-	remote  string // results.git on disk
+	served  string // the git server's root: a repository <group>/<name>.git in it is served
+	remote  string // ci/results.git on disk
 	base    string // results before the jobs ran
-	url     string // results.git over HTTP
+	url     string // ci/results.git over HTTP
 	git     testutil.Git
 	env     []string // the runner's environment
 	backend string
 }
 
-// newWorld builds refretry, starts the git server and seeds results.git: main holds
+// newWorld builds refretry, starts the git server and seeds ci/results.git: main holds
 // examples/collect-results.sh (the matrix example's collect job runs it from its
-// checkout), and the branch results a README.
+// checkout), and the branch results a README. The repository's path has a group, as a
+// GitLab project's has: gitlab-ci-local derives CI_SERVER_URL, CI_PROJECT_PATH and
+// where it fetches a component from the checkout's origin, and takes a URL without a
+// group for none.
 func newWorld(t *testing.T, backend string) *world {
 	t.Helper()
 	g := testutil.NewGit(t)
@@ -96,13 +100,8 @@ func newWorld(t *testing.T, backend string) *world {
 		"PATH="+path, "XDG_CACHE_HOME="+cache, "TMPDIR="+w.tmp,
 		"GOCACHE="+goEnv(t, "GOCACHE"), "GOMODCACHE="+goEnv(t, "GOMODCACHE"), "GOPATH="+goEnv(t, "GOPATH"))
 
-	served := t.TempDir()
-	w.remote = filepath.Join(served, "results.git")
-	args := []string{"init", "-q", "--bare", "-b", "main"}
-	if backend == "reftable" {
-		args = append(args, "--ref-format=reftable")
-	}
-	w.run(t, served, append(args, w.remote)...)
+	w.served = t.TempDir()
+	w.remote = w.initBare(t, "ci/results.git")
 	seed := filepath.Join(t.TempDir(), "seed")
 	w.run(t, "", "init", "-q", "-b", "main", seed)
 	script, err := os.ReadFile(filepath.Join(w.root, "examples", "collect-results.sh"))
@@ -126,13 +125,27 @@ func newWorld(t *testing.T, backend string) *world {
 	w.run(t, seed, "push", "-q", w.remote, "main", "results")
 	w.base = w.run(t, w.remote, "rev-parse", "results")
 
-	srv, err := gitserver.Start(g.Path, served, gitserver.Options{ReceivePack: true})
+	srv, err := gitserver.Start(g.Path, w.served, gitserver.Options{ReceivePack: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	w.url = srv.URL("results.git")
+	w.url = srv.URL("ci/results.git")
 	return w
+}
+
+// initBare makes an empty bare repository at path (such as group/name.git) under the
+// git server's root, with the world's ref backend and the branch main as HEAD, and
+// returns its directory.
+func (w *world) initBare(t *testing.T, path string) string {
+	t.Helper()
+	dir := filepath.Join(w.served, filepath.FromSlash(path))
+	args := []string{"init", "-q", "--bare", "-b", "main"}
+	if w.backend == "reftable" {
+		args = append(args, "--ref-format=reftable")
+	}
+	w.run(t, "", append(args, dir)...)
+	return dir
 }
 
 // run runs git in dir ("" for the current directory) and returns its trimmed output.
