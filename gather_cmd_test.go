@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,7 +21,8 @@ import (
 // killingGit is a git for refretry that runs the real one but SIGKILLs refretry at one
 // step of a gather: before or after the push that stages the commit ("stage"), takes
 // the lease ("lease") or lands a wave ("wave"). With SLOW_STEP set to a step, it
-// sleeps SLOW_FOR seconds before that step instead.
+// sleeps SLOW_FOR seconds before that step instead. With PUSH_LOG set to a file, it
+// appends each push's step to it, a line each.
 const killingGit = `#!/bin/sh
 step=other
 case "$*" in
@@ -27,6 +30,7 @@ case "$*" in
 *"--force-with-lease=refs/refretry/lease/"*) step=lease ;;
 *push*":refs/refretry/gather/"*) step=stage ;;
 esac
+case " $* " in *" push "*) if [ -n "$PUSH_LOG" ]; then echo "$step" >>"$PUSH_LOG"; fi ;; esac
 if [ "$step" = "$SLOW_STEP" ]; then sleep "$SLOW_FOR"; fi
 if [ "$step" = "$KILL_STEP" ] && [ "$KILL_WHEN" = before ]; then kill -9 $PPID; exit 137; fi
 "$REAL_GIT" "$@"; rc=$?
@@ -122,6 +126,61 @@ func TestGatherSlowWaves(t *testing.T) {
 		t.Errorf("left on the remote:\n%s", left)
 	}
 	t.Logf("take-overs: %d", strings.Count(strings.Join(outs, ""), "taking it over"))
+}
+
+// TestGatherLogRecords: a job gathering alone makes four pushes (it stages its
+// commit, takes the lease, lands the wave and lets the lease go), and its JSON log has
+// an attempt record for each, in order and numbered on, each final (no push is
+// retried) and none failed, and a summary that counts them; plain stderr says nothing
+// of them. In GitHub format that success is no warning: nothing was retried.
+func TestGatherLogRecords(t *testing.T) {
+	t.Parallel()
+	f := newGatherFixture(t, testutil.NewGit(t))
+	wrapper, pushLog, logFile := f.killingGit(), filepath.Join(f.root, "pushes"), filepath.Join(f.root, "log.jsonl")
+	code, out := f.refretry(f.clone("job"), wrapper, []string{"PUSH_LOG=" + pushLog},
+		"--log-file", logFile, "push", "--gather", "origin", "HEAD:main")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	pushes, err := os.ReadFile(pushLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Fields(string(pushes)), []string{"stage", "lease", "wave", "lease"}; !slices.Equal(got, want) {
+		t.Fatalf("the job's pushes were %q, want %q", got, want)
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attempts []string
+	var summary map[string]any
+	for _, rec := range jsonLines(t, string(b)) {
+		switch rec["msg"] {
+		case "attempt":
+			attempts = append(attempts, fmt.Sprint(rec["attempt"], " final=", rec["final"], " class=", rec["class"], " exit=", rec["exit_code"]))
+		case "summary":
+			summary = rec
+		}
+	}
+	want := []string{"1 final=true class=<nil> exit=0", "2 final=true class=<nil> exit=0", "3 final=true class=<nil> exit=0", "4 final=true class=<nil> exit=0"}
+	if !slices.Equal(attempts, want) {
+		t.Errorf("attempt records %q, want %q (one a push)\n%s", attempts, want, b)
+	}
+	if summary["result"] != "success" || summary["attempts"] != 4.0 || summary["level"] != "INFO" {
+		t.Errorf("summary %v: want a success of 4 attempts, at level INFO", summary)
+	}
+	if strings.Contains(out, "attempt") {
+		t.Errorf("plain stderr names an attempt:\n%s", out)
+	}
+
+	code, out = f.refretry(f.clone("github"), f.g.Path, nil, "--log-format=github", "push", "--gather", "origin", "HEAD:main")
+	if code != 0 {
+		t.Fatalf("github: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "refretry: push succeeded after 4 attempts") || strings.Contains(out, "::warning") {
+		t.Errorf("github: want a plain line of 4 attempts and no warning:\n%s", out)
+	}
 }
 
 // gatherFixture is a bare remote with two commits on main, a clone of it (seed), and

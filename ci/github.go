@@ -11,9 +11,9 @@ import (
 
 // githubHandler writes GitHub Actions workflow commands. The attempts of an operation
 // go inside one ::group:: (opened by the first attempt record, closed by the final
-// one); the summary follows the group: a plain line when the first attempt succeeded,
-// a ::warning when it succeeded after retries, a titled ::error when it failed. Each
-// record is one Write.
+// one); the summary follows the group: a plain line when it succeeded without
+// retrying a failed attempt, a ::warning when it succeeded after retries, a titled
+// ::error when it failed. Each record is one Write.
 type githubHandler struct {
 	st    *groupState
 	attrs attrSet
@@ -72,7 +72,7 @@ func (h *githubHandler) Handle(_ context.Context, r slog.Record) error {
 		// The legacy "##[" form is not read inside a "::" command, but break it anyway.
 		legacy := strings.NewReplacer("##[", `##\[`)
 		switch {
-		case s.Result == ResultSuccess && s.Attempts <= 1:
+		case s.Result == ResultSuccess && r.Level < slog.LevelWarn: // nothing was retried
 			b.WriteString(githubPlain(text) + "\n")
 		case s.Result == ResultSuccess:
 			b.WriteString(workflowCommand("warning",

@@ -59,6 +59,17 @@ var scenarios = map[string]scenario{
 		summary: Summary{Result: ResultSuccess, Attempts: 3, Elapsed: 3045 * time.Millisecond,
 			Updates: 2, Refs: []string{"refs/heads/main", "refs/tags/v1"}, GitVersion: "2.55.0", RefBackend: "files"},
 	},
+	// A gatherer's run: several pushes, each final and none failed, nothing retried:
+	// no warning.
+	"success-several-pushes": {
+		attempts: []Attempt{
+			{Number: 1, Duration: 31 * time.Millisecond, Final: true},
+			{Number: 2, Duration: 12 * time.Millisecond, Final: true},
+			{Number: 3, Duration: 45 * time.Millisecond, Final: true},
+		},
+		summary: Summary{Result: ResultSuccess, Attempts: 3, Elapsed: 912 * time.Millisecond,
+			Updates: 1, Refs: []string{"refs/heads/results"}, GitVersion: "2.55.0"},
+	},
 	"give-up": {
 		attempts: []Attempt{
 			{Number: 1, Duration: 1001 * time.Millisecond, ExitCode: 128, Class: "lock-contention",

@@ -44,6 +44,7 @@ type Operation struct {
 	now      func() time.Time
 	random   io.Reader
 	relay    stderrRelay
+	retried  bool // an attempt failed and another followed
 }
 
 // New starts an operation's log. It fails for a format that is not one of [Format]'s
@@ -122,6 +123,9 @@ func (o *Operation) Relay() io.Writer { return o.relay }
 
 // Attempt records one finished attempt.
 func (o *Operation) Attempt(ctx context.Context, a Attempt) error {
+	if a.Class != "" && !a.Final {
+		o.retried = true
+	}
 	return o.emit(ctx, a.level(), msgAttempt, a.attrs())
 }
 
@@ -139,7 +143,7 @@ func (o *Operation) Note(ctx context.Context, kind, text string) error {
 // updated-refs: the refs of a successful operation, one a line) to GITHUB_OUTPUT when
 // they name files. It returns every error met, joined.
 func (o *Operation) Finish(ctx context.Context, s Summary) error {
-	errs := []error{o.relay.Close(), o.emit(ctx, s.level(), msgSummary, s.attrs())}
+	errs := []error{o.relay.Close(), o.emit(ctx, s.level(o.retried), msgSummary, s.attrs())}
 	if o.format != formatGitHub {
 		return errors.Join(errs...)
 	}

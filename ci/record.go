@@ -215,11 +215,15 @@ func (s Summary) attrs() []slog.Attr {
 	return attrs
 }
 
-func (s Summary) level() slog.Level {
+// level is the summary's level: an error unless it succeeded, a warning when it
+// succeeded after retrying a failed attempt (retried). A run of several attempts
+// that each succeeded or ended for good (a gatherer's lease and wave pushes) is not
+// one.
+func (s Summary) level(retried bool) slog.Level {
 	switch {
 	case s.Result != ResultSuccess:
 		return slog.LevelError
-	case s.Attempts > 1:
+	case retried:
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo

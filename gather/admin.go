@@ -47,7 +47,7 @@ func (r *Runner) List(ctx context.Context) (Listing, error) {
 	}
 	add("staged", st.staged, u.n.staged)
 	if u.Key != nil {
-		now := time.Now()
+		now := u.clock.Now()
 		for i, e := range l.Entries {
 			if why := verify(u.Key, u.n.branch, e.ID, e.Commit, now, u.maxAge()); why != "" {
 				l.Entries[i].State, l.Entries[i].Problem = "unverified", why
@@ -90,7 +90,7 @@ func (r *Runner) Land(ctx context.Context, stderr io.Writer) (Result, error) {
 				return u.res, nil
 			}
 			if st.lease != leaseSeen || leaseSince.IsZero() {
-				leaseSeen, leaseSince = st.lease, time.Now()
+				leaseSeen, leaseSince = st.lease, u.clock.Now()
 			}
 			if u.landerHolds(ctx, st, leaseSince, marker) {
 				if _, err := u.gatherAll(ctx, st, marker); err != nil {
@@ -100,9 +100,9 @@ func (r *Runner) Land(ctx context.Context, stderr io.Writer) (Result, error) {
 			}
 		}
 		if u.left() <= 0 {
-			return u.res, fmt.Errorf("staged commits are left after %v: the budget ended", time.Since(u.start).Round(time.Millisecond))
+			return u.res, fmt.Errorf("staged commits are left after %v: the budget ended", u.since(u.start).Round(time.Millisecond))
 		}
-		if err := sleep(ctx, min(jitter(pollCap/2), u.left())); err != nil {
+		if err := u.clock.Sleep(ctx, min(u.jitter(pollCap/2), u.left())); err != nil {
 			return u.res, err
 		}
 	}
@@ -116,7 +116,7 @@ func (u *run) landerHolds(ctx context.Context, st state, leaseSince time.Time, m
 		return true
 	case st.lease == "":
 		return u.takeLease(ctx, "", marker)
-	case time.Since(leaseSince) > u.leaseTimeout():
+	case u.since(leaseSince) > u.leaseTimeout():
 		u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), u.leaseTimeout())
 		return u.takeLease(ctx, st.lease, marker)
 	}

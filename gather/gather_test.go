@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/refretry/refretry/gather"
+	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
 	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
@@ -97,6 +99,13 @@ type outcome struct {
 	res gather.Result
 	err error
 }
+
+// fakeTime gives a Runner a clock of its own that never sleeps: a wait advances it
+// at once (fakegittest.Clock). It starts at the real time, which the staged ids
+// carry. For a job whose waits are timeouts (a lease's, the budget's) and for one
+// that runs alone; jobs that wait for each other's real pushes keep the real clock,
+// for a fake one would make their looks at the remote a busy loop.
+func fakeTime(gr *gather.Runner) { gr.Clock = fakegittest.NewClockAt(time.Now()) }
 
 // all runs every job's gather at once.
 func all(jobs []job, r *remote, configure func(*gather.Runner)) []outcome {
@@ -223,9 +232,21 @@ func TestGatherAbandoned(t *testing.T) {
 	run(t, g, dead.dir, dead.env, "push", "-q", "origin",
 		"HEAD:refs/refretry/gather/main/00000000-0000-7000-8000-000000000001", "HEAD:refs/refretry/lease/main")
 	live := newJob(t, r, "live", map[string]string{"live.txt": "l"})
-	o := all([]job{live}, r, func(gr *gather.Runner) { gr.LeaseTimeout = 500 * time.Millisecond })[0]
+	clock := fakegittest.NewClockAt(time.Now())
+	o := all([]job{live}, r, func(gr *gather.Runner) {
+		gr.Clock, gr.Rand, gr.LeaseTimeout = clock, func() float64 { return 0 }, 500*time.Millisecond
+	})[0]
 	if o.err != nil || !o.res.Landed || o.res.Gathered != 2 {
 		t.Fatalf("landed %v, gathered %d, err %v", o.res.Landed, o.res.Gathered, o.err)
+	}
+	// Every wait was the job's clock's, jittered by its Rand: the first look 100 ms
+	// after staging (the least, as the staging push took no time on that clock), then
+	// looks 340 ms apart (what a gather takes to reach the second staged commit: 300 ms
+	// and 20 ms a commit) at the least of their ±50 % (Rand 0), so the lease, seen
+	// unchanged since the first look, has been for more than 500 ms at the fourth.
+	want := []time.Duration{100 * time.Millisecond, 170 * time.Millisecond, 170 * time.Millisecond, 170 * time.Millisecond}
+	if got := clock.Slept(); !slices.Equal(got, want) {
+		t.Errorf("the job waited %v on its clock; want %v", got, want)
 	}
 	log := run(t, g, r.dir, r.env, "log", "--format=%s", "main")
 	if !strings.Contains(log, "result of dead\n") || !strings.Contains(log, "result of live\n") {
@@ -239,10 +260,11 @@ func TestGatherAbandoned(t *testing.T) {
 
 // TestGatherRacingGatherers: with a lease that times out at once, waiters take it
 // over from each other all the time, so gathers race (and may starve each other: a
-// lease must outlast a gather). Whatever happened in the 20 s they get, no commit is
-// on main twice, a job that says it landed is on main, and one that did not is still
-// staged (or landed since, by a gather under way); a gather with the default lease
-// then lands the rest, each once.
+// lease must outlast a gather). Whatever happened in the 3 s they get (on clocks of
+// their own that do not sleep, so about ten looks each: only waits count, not the
+// real time git takes), no commit is on main twice, a job that says it landed is on
+// main, and one that did not is still staged (or landed since, by a gather under
+// way); a gather with the default lease then lands the rest, each once.
 func TestGatherRacingGatherers(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
@@ -253,9 +275,10 @@ func TestGatherRacingGatherers(t *testing.T) {
 		jobs[i] = newJob(t, r, fmt.Sprintf("job-%d", i), map[string]string{fmt.Sprintf("f%d", i): "x"})
 	}
 	outs := all(jobs, r, func(gr *gather.Runner) {
+		fakeTime(gr)
 		gr.LeaseTimeout = time.Nanosecond
 		gr.Settings = func() (settings.Settings, error) {
-			return settings.Settings{Policy: retry.Policy{Timeout: 20 * time.Second, MaxAttempts: 10, InitialDelay: time.Millisecond,
+			return settings.Settings{Policy: retry.Policy{Timeout: 3 * time.Second, MaxAttempts: 10, InitialDelay: time.Millisecond,
 				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
 		}
 	})
@@ -278,7 +301,7 @@ func TestGatherRacingGatherers(t *testing.T) {
 		}
 	}
 	last := newJob(t, r, "last", map[string]string{"last": "x"})
-	if o := all([]job{last}, r, nil)[0]; o.err != nil || !o.res.Landed {
+	if o := all([]job{last}, r, fakeTime)[0]; o.err != nil || !o.res.Landed {
 		t.Fatalf("the last job: %+v %v", o.res, o.err)
 	}
 	log = run(t, g, r.dir, r.env, "log", "--format=%s", "main")
@@ -300,7 +323,7 @@ func TestGatherSeveralCommits(t *testing.T) {
 	write(t, filepath.Join(j.dir, "b"), "2")
 	run(t, g, j.dir, j.env, "add", "b")
 	run(t, g, j.dir, j.env, "commit", "-q", "-m", "two")
-	o := all([]job{j}, r, nil)[0]
+	o := all([]job{j}, r, fakeTime)[0]
 	if o.err != nil || !o.res.Landed {
 		t.Fatalf("landed %v, err %v", o.res.Landed, o.err)
 	}
@@ -313,7 +336,7 @@ func TestGatherSeveralCommits(t *testing.T) {
 	again := job{dir: j.dir, env: j.env}
 	run(t, g, j.dir, j.env, "fetch", "-q", "origin", "main")
 	run(t, g, j.dir, j.env, "checkout", "-q", "--detach", "FETCH_HEAD")
-	o = all([]job{again}, r, nil)[0]
+	o = all([]job{again}, r, fakeTime)[0]
 	if o.err != nil || !o.res.Landed || o.res.ID != "" || o.res.Pushes != 0 {
 		t.Errorf("already on main: %+v, err %v", o.res, o.err)
 	}

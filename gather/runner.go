@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
+	"github.com/refretry/refretry/internal/realtime"
 	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
@@ -81,8 +81,17 @@ type Runner struct {
 	// Note, if set, is told what happened (staged, gathered, landed, a lease taken
 	// over, a staged commit that is old), as a kind ("gather") and a line.
 	Note func(kind, msg string)
-	// OnAttempt, if set, is called after every attempt of the staging push.
+	// OnAttempt, if set, is called after every push the run makes: each attempt of
+	// the staging push, and each push that takes or lets go a lease, lands a wave or
+	// removes a conflict or discarded ref (one attempt each, Final; Number counts the
+	// run's pushes). A failed one's Err is a *failure.Error.
 	OnAttempt func(retry.Attempt)
+	// Clock and Rand time and randomise every wait of a run (its looks at the remote,
+	// a lease's age, the budget) and the staging push's retries; nil means real time
+	// and randomness. A staged id carries the real time it was made at, which the
+	// age rules (MaxAge, a note on an old one) compare with Clock's.
+	Clock retry.Clock
+	Rand  func() float64
 }
 
 // Result is what a Run did.
@@ -153,6 +162,8 @@ type run struct {
 	http      httpconf.Settings
 	env       []string
 	policy    retry.Policy
+	clock     retry.Clock    // the Runner's, or the real one
+	random    func() float64 // the Runner's, or the process-wide source
 	start     time.Time
 	res       Result
 	lastPush  gitexec.Captured
@@ -180,18 +191,25 @@ func (r *Runner) Run(ctx context.Context, stderr io.Writer) (Result, error) {
 		u.res.Landed = done
 		return u.res, err
 	}
-	began := time.Now()
+	began := u.clock.Now()
 	if err := u.stage(ctx, commit); err != nil {
 		return u.res, err
 	}
-	staging := time.Since(began)
+	staging := u.since(began)
 	return u.res, u.wait(ctx, staging)
 }
 
 // newRun is a run's state for r, writing to stderr; its err says why it cannot run
 // (the policy, an old git).
 func (r *Runner) newRun(ctx context.Context, stderr io.Writer) *run {
-	u := &run{Runner: r, n: newNames(r.Branch), start: time.Now(), perWave: r.maxPerWave(), errOut: stderr, untrusted: map[string]bool{}}
+	u := &run{Runner: r, n: newNames(r.Branch), clock: r.Clock, random: r.Rand, perWave: r.maxPerWave(), errOut: stderr, untrusted: map[string]bool{}}
+	if u.clock == nil {
+		u.clock = realtime.Clock{}
+	}
+	if u.random == nil {
+		u.random = realtime.Float64
+	}
+	u.start = u.clock.Now()
 	if r.Key != nil && len(r.Key) < MinKeyLen {
 		u.err = &KeyError{Len: len(r.Key)}
 		return u
@@ -290,8 +308,14 @@ func (u *run) left() time.Duration {
 	if u.policy.Timeout <= 0 {
 		return time.Hour
 	}
-	return u.policy.Timeout - time.Since(u.start)
+	return u.policy.Timeout - u.since(u.start)
 }
+
+// since is the time since t, on the run's clock.
+func (u *run) since(t time.Time) time.Duration { return u.clock.Now().Sub(t) }
+
+// jitter spreads d over ±50 %, with the run's random source.
+func (u *run) jitter(d time.Duration) time.Duration { return retry.Jitter(d, 0.5, u.random()) }
 
 // prepare works out the one commit to stage: the source itself when it is one commit
 // on the remote tip it started from, else its changes squashed into one. done is true
@@ -378,7 +402,7 @@ func (u *run) stage(ctx context.Context, commit string) error {
 				u.OnAttempt(a)
 			}
 		},
-		Note: u.Note,
+		Note: u.Note, Clock: u.clock, Rand: u.random,
 	}
 	args := append(append(append([]string(nil), u.PushOptions...), "--porcelain", u.Remote), commit+":"+ref)
 	res, err := p.Run(ctx, args, nil, &out, &errOut)
@@ -437,7 +461,7 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 		}
 		moved = ""
 		if st.lease != leaseSeen || leaseSince.IsZero() {
-			leaseSeen, leaseSince = st.lease, time.Now()
+			leaseSeen, leaseSince = st.lease, u.clock.Now()
 		}
 		held := ""
 		switch {
@@ -447,7 +471,7 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 			if u.takeLease(ctx, "", mine) {
 				held = mine
 			}
-		case st.lease != "" && time.Since(leaseSince) > patience:
+		case st.lease != "" && u.since(leaseSince) > patience:
 			u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), patience)
 			patience *= 2
 			if u.takeLease(ctx, st.lease, mine) {
@@ -467,14 +491,14 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 			leaseSeen, leaseSince, delay = "", time.Time{}, 0
 			continue
 		}
-		delay = nextLook(st, id)
+		delay = u.jitter(nextLook(st, id))
 	}
 }
 
 // pause waits d, and says why the run must end instead: the budget ended, or ctx's.
 func (u *run) pause(ctx context.Context, d time.Duration, lastErr error) string {
 	if d > 0 && u.left() > 0 {
-		if err := sleep(ctx, min(d, u.left())); err != nil {
+		if err := u.clock.Sleep(ctx, min(d, u.left())); err != nil {
 			return err.Error()
 		}
 	}
@@ -502,7 +526,7 @@ func (u *run) notLanded(ctx context.Context, reason string) error {
 			return u.outcome(ctx, st)
 		}
 	}
-	return &NotLandedError{Ref: u.n.staged(id), Commit: mine, Elapsed: time.Since(u.start), Reason: reason}
+	return &NotLandedError{Ref: u.n.staged(id), Commit: mine, Elapsed: u.since(u.start), Reason: reason}
 }
 
 // outcome is what became of the job's staged commit, gone from the staged refs.
@@ -589,42 +613,40 @@ func (u *run) fetch(ctx context.Context, refs []string, depth int) ([]string, er
 }
 
 // pushRefs runs one atomic git push of refspecs, each with its lease, and reports
-// whether it succeeded and how it failed.
+// whether it succeeded and how it failed. The push is an attempt of its own for
+// OnAttempt: numbered with the run's pushes, and final (whatever follows is another
+// push, decided by the next look).
 func (u *run) pushRefs(ctx context.Context, refspecs []string) (bool, *failure.Error) {
 	args := append(append([]string{"push"}, u.PushOptions...), "--atomic", "--porcelain", u.Remote)
+	begin := u.clock.Now()
 	c, err := gitexec.Capture(u.repo.Command(ctx, u.http.Attempt(u.env, u.left()), append(args, refspecs...)...))
 	u.res.Pushes++
 	u.lastPush = c
+	var perr *failure.Error
 	if err != nil {
-		return false, &failure.Error{Command: "push", ExitCode: 128, Class: failure.Other, Message: err.Error()}
+		perr = &failure.Error{Command: "push", ExitCode: 128, Class: failure.Other, Message: err.Error()}
+	} else {
+		perr = push.Classify(c.Code, c.Stdout, c.Stderr)
 	}
-	if e := push.Classify(c.Code, c.Stdout, c.Stderr); e != nil {
-		return false, e
+	if u.OnAttempt != nil {
+		a := retry.Attempt{Number: u.res.Pushes, Start: begin, Duration: u.since(begin), Final: true}
+		if perr != nil {
+			a.Err = perr
+		}
+		u.OnAttempt(a)
 	}
-	return true, nil
+	return perr == nil, perr
 }
 
 // nextLook is how long a waiter lets pass before its next look at the remote, st
-// being what it saw: about the time a gather takes to reach its commit (each wave
-// takes the oldest first), and never so soon that all waiting jobs together look more
-// than lookRate times a second; with ±50 % jitter, so that looks spread out.
+// being what it saw, before jitter (the caller spreads it over ±50 %, so that looks
+// spread out): about the time a gather takes to reach its commit (each wave takes the
+// oldest first), and never so soon that all waiting jobs together look more than
+// lookRate times a second.
 func nextLook(st state, id string) time.Duration {
 	ahead := slices.Index(st.order(), id) + 1
 	d := max(waveCost+time.Duration(ahead)*commitCost, time.Duration(len(st.staged))*time.Second/lookRate)
-	return jitter(min(max(d, pollMin), pollCap))
-}
-
-func jitter(d time.Duration) time.Duration { return retry.Jitter(d, 0.5, rand.Float64()) }
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return min(max(d, pollMin), pollCap)
 }
 
 // nullID reports whether oid is git's null object id (all zeros), never a commit.

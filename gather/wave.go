@@ -105,8 +105,8 @@ func (u *run) pick(st state) []string {
 		ids = ids[:u.perWave]
 	}
 	for _, id := range ids {
-		if at := stagedAt(id); !at.IsZero() && time.Since(at) > staleAge {
-			u.notify("%s has been staged for %v; it lands with this gather", u.n.staged(id), time.Since(at).Round(time.Minute))
+		if at := stagedAt(id); !at.IsZero() && u.since(at) > staleAge {
+			u.notify("%s has been staged for %v; it lands with this gather", u.n.staged(id), u.since(at).Round(time.Minute))
 		}
 	}
 	return ids
@@ -235,7 +235,7 @@ func (u *run) landable(st state) []string {
 	if u.Key == nil {
 		return ids
 	}
-	now := time.Now()
+	now := u.clock.Now()
 	ok := ids[:0]
 	for _, id := range ids {
 		if nullID(st.staged[id]) {

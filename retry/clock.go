@@ -13,19 +13,3 @@ type Clock interface {
 	// ctx.Err() in the second case.
 	Sleep(ctx context.Context, d time.Duration) error
 }
-
-// systemClock is the real clock, used when [Retrier].Clock is nil.
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/refretry/refretry/internal/realtime"
 )
 
 // Attempt describes one finished attempt, as passed to [Retrier].OnAttempt.
@@ -128,10 +129,10 @@ func (r *Retrier) newLoop() (*loop, error) {
 		}
 	}
 	if l.clock == nil {
-		l.clock = systemClock{}
+		l.clock = realtime.Clock{}
 	}
 	if l.random == nil {
-		l.random = rand.Float64
+		l.random = realtime.Float64
 	}
 	l.start = l.clock.Now()
 	return l, nil

@@ -83,18 +83,28 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 		}
 		return nil
 	}
-	code := 0
-	if err != nil {
-		code = 1
-		if errors.Is(err, failure.ErrGitNotFound) {
-			code = report.ExitGitMissing
-		}
-	}
+	code := gatherExit(err)
 	lg.Finish(code, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{"refs/heads/" + branch}} })
 	if code != 0 {
 		return exitError(code)
 	}
 	return nil
+}
+
+// gatherExit is the exit code of a gather that ended with err: git's own when a push
+// failed for good (the staging push, a wave the remote refused), 127 when git could
+// not be started, else 1 (the commit did not land: a conflict, a budget that ended).
+func gatherExit(err error) int {
+	var f *failure.Error
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, failure.ErrGitNotFound):
+		return report.ExitGitMissing
+	case errors.As(err, &f) && f.ExitCode != 0:
+		return f.ExitCode
+	}
+	return 1
 }
 
 // GatherCmd looks after what `push --gather` staged on a remote.
@@ -145,23 +155,38 @@ func gatherKey(in *invocation, option, file string) ([]byte, error) {
 }
 
 // runner is the gather.Runner for the target, once refretry's options check out (a bad
-// value is a usage error, as for every command).
-func (t gatherTarget) runner(in *invocation) (*gather.Runner, error) {
+// value is a usage error, as for every command), and the log of command ("gather
+// land"), which its notes and pushes reach.
+func (t gatherTarget) runner(in *invocation, command string) (*gather.Runner, *report.Log, error) {
 	if err := in.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	key, err := gatherKey(in, "--key-file", t.KeyFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t.MaxAge <= 0 {
-		return nil, notPositive("gather", "--max-age", t.MaxAge.String())
+		return nil, nil, notPositive("gather", "--max-age", t.MaxAge.String())
 	}
+	lg := in.log(command)
 	return &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: t.Remote, Branch: t.Branch,
-		Settings: in.settings, Key: key, MaxAge: t.MaxAge,
-		Note: func(_, msg string) { fmt.Fprintf(in.s.Stderr, "refretry: %s\n", msg) },
-	}, nil
+		Settings: in.settings, Key: key, MaxAge: t.MaxAge, Note: lg.Note, OnAttempt: lg.Attempt,
+	}, lg, nil
+}
+
+// finish reports how a gather command ended (err's own sentence is its plain line)
+// and returns its outcome: exit 128 for any error, as git's die().
+func finish(lg *report.Log, err error, refs report.Refs) error {
+	code := 0
+	if err != nil {
+		code = report.ExitFatal
+	}
+	lg.FinishSaying(code, err, func() report.Refs { return refs })
+	if code != 0 {
+		return exitError(code)
+	}
+	return nil
 }
 
 // GatherListCmd is `refretry gather list <remote> <branch>`.
@@ -170,13 +195,13 @@ type GatherListCmd struct{ gatherTarget }
 // Run prints one line per staged, conflicting or discarded commit: its id, state,
 // commit and age.
 func (c *GatherListCmd) Run(in *invocation) error {
-	r, err := c.runner(in)
+	r, lg, err := c.runner(in, "gather list")
 	if err != nil {
 		return err
 	}
 	l, err := r.List(in.ctx)
 	if err != nil {
-		return err
+		return finish(lg, err, report.Refs{})
 	}
 	w := tabwriter.NewWriter(in.s.Stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(w, "ID\tSTATE\tCOMMIT\tSTAGED\n")
@@ -191,14 +216,14 @@ func (c *GatherListCmd) Run(in *invocation) error {
 		fmt.Fprintf(w, "(a gather holds the lease: %s)\n", l.Lease)
 	}
 	if err := w.Flush(); err != nil {
-		return err
+		return finish(lg, err, report.Refs{})
 	}
 	for _, e := range l.Entries {
 		if e.Problem != "" {
-			fmt.Fprintf(in.s.Stderr, "refretry: %s does not land: %s\n", e.ID, e.Problem)
+			lg.Note("gather", fmt.Sprintf("%s does not land: %s", e.ID, e.Problem))
 		}
 	}
-	return nil
+	return finish(lg, nil, report.Refs{})
 }
 
 // GatherLandCmd is `refretry gather land <remote> <branch>`.
@@ -210,24 +235,24 @@ type GatherLandCmd struct {
 // Run gathers until nothing is staged.
 func (c *GatherLandCmd) Run(in *invocation) error {
 	arm(in.ctx) // land may wait out another gather's lease: catch signals from the start (signals.go)
-	r, err := c.runner(in)
+	r, lg, err := c.runner(in, "gather land")
 	if err != nil {
 		return err
 	}
 	r.Accept = c.Accept
 	if r.Key == nil {
-		r.Note("gather", unauthenticated)
+		lg.Note("gather", unauthenticated)
 	}
-	res, err := r.Land(in.ctx, in.s.Stderr)
-	fmt.Fprintf(in.s.Stderr, "refretry: landed %d staged commits in %d gathers\n", res.Gathered, res.Waves)
+	res, err := r.Land(in.ctx, lg.Stderr())
+	lg.Note("gather", fmt.Sprintf("landed %d staged commits in %d gathers", res.Gathered, res.Waves))
 	if len(res.Refused) > 0 {
-		fmt.Fprintf(in.s.Stderr, "refretry: %d staged commits did not verify and stay staged: "+
-			"discard them (gather discard) or land them with --accept <id>\n", len(res.Refused))
+		lg.Note("gather", fmt.Sprintf("%d staged commits did not verify and stay staged: "+
+			"discard them (gather discard) or land them with --accept <id>", len(res.Refused)))
 	}
 	if err != nil && in.ctx.Err() != nil {
-		return errors.New("stopped by a signal; what is still staged stays staged for the next gather")
+		err = errors.New("stopped by a signal; what is still staged stays staged for the next gather")
 	}
-	return err
+	return finish(lg, err, report.Refs{Updates: 1, Names: []string{"refs/heads/" + strings.TrimPrefix(c.Branch, "refs/heads/")}})
 }
 
 // GatherDiscardCmd is `refretry gather discard <remote> <branch> <id>...`.
@@ -238,9 +263,9 @@ type GatherDiscardCmd struct {
 
 // Run discards the ids.
 func (c *GatherDiscardCmd) Run(in *invocation) error {
-	r, err := c.runner(in)
+	r, lg, err := c.runner(in, "gather discard")
 	if err != nil {
 		return err
 	}
-	return r.Discard(in.ctx, c.IDs, in.s.Stderr)
+	return finish(lg, r.Discard(in.ctx, c.IDs, lg.Stderr()), report.Refs{Updates: len(c.IDs)})
 }

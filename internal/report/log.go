@@ -17,7 +17,7 @@ import (
 
 // Config is one run of a command, as its reports need it.
 type Config struct {
-	Command string              // "update-ref", "push", "fetch": records and lines name it
+	Command string              // "update-ref", "push", "fetch", "gather land", …: records and lines name it
 	Stderr  io.Writer           // the caller's standard error
 	Getenv  func(string) string // the caller's environment (CI detection, GitHub's files)
 	Git     string              // the git executable, for the line about one that could not start
@@ -185,10 +185,19 @@ type Refs struct {
 // Finish reports how the run ended: refretry's plain line when it has one, and the
 // summary record. code is the exit code the run ends with; refs is called only for
 // the summary.
-func (l *Log) Finish(code int, err error, refs func() Refs) {
+func (l *Log) Finish(code int, err error, refs func() Refs) { l.finish(code, err, refs, l.finalLine) }
+
+// FinishSaying is Finish for a command whose errors are sentences of its own that
+// say what it was doing (`gather land`'s, say): its plain line is "refretry: <err>",
+// whatever err wraps, instead of Finish's reading of a failure.
+func (l *Log) FinishSaying(code int, err error, refs func() Refs) {
+	l.finish(code, err, refs, func(err error) { fmt.Fprintf(l.c.Stderr, "refretry: %v\n", err) })
+}
+
+func (l *Log) finish(code int, err error, refs func() Refs, line func(error)) {
 	l.decide()
 	if l.plain() && err != nil {
-		l.finalLine(err)
+		line(err)
 	}
 	if l.op == nil {
 		return

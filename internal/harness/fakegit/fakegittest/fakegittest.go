@@ -156,7 +156,12 @@ type Clock struct {
 }
 
 // NewClock returns a Clock.
-func NewClock() *Clock { return &Clock{now: time.Unix(1_700_000_000, 0)} }
+func NewClock() *Clock { return NewClockAt(time.Unix(1_700_000_000, 0)) }
+
+// NewClockAt returns a Clock whose time starts at start: a test whose code compares
+// the clock with times that other code takes from the real one (gather's staged ids
+// are UUIDv7s, made at the real time) starts it at time.Now().
+func NewClockAt(start time.Time) *Clock { return &Clock{now: start} }
 
 // Now is the clock's time: its start plus every wait so far.
 func (c *Clock) Now() time.Time {
