@@ -14,12 +14,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/harness/latency"
 )
 
 // testGit is the git of both sides: REFRETRY_TEST_GIT (git 2.55 in CI) or the git on
@@ -345,7 +347,7 @@ func TestProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	target, _ := url.Parse(srv.URL)
-	p := newProxy(ln, target, http.DefaultTransport)
+	p := newProxy(ln, target, http.DefaultTransport, latency.Delay{})
 	defer p.close()
 	base := "http://" + ln.Addr().String() + "/u/r.git/"
 	post := func(path, body string) {
@@ -366,8 +368,9 @@ func TestProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if p.pushes.Load() != 0 || p.uploadPacks.Load() != 1 || seen() != 3 {
-		t.Fatalf("pushes %d, upload-packs %d, backend saw %d; want 0, 1, 3", p.pushes.Load(), p.uploadPacks.Load(), seen())
+	if p.pushes.Load() != 0 || p.uploadPacks.Load() != 1 || seen() != 3 || p.requests.Load() != 3 {
+		t.Fatalf("pushes %d, upload-packs %d, requests %d, backend saw %d; want 0, 1, 3, 3",
+			p.pushes.Load(), p.uploadPacks.Load(), p.requests.Load(), seen())
 	}
 
 	p.hold(3)
@@ -396,5 +399,53 @@ func TestProxy(t *testing.T) {
 	post("git-receive-pack", "00a0 not held") // the gate is gone
 	if p.pushes.Load() != 4 {
 		t.Fatalf("pushes %d, want 4", p.pushes.Load())
+	}
+}
+
+// TestProxyLatency: with a round trip set, each request through the proxy spends half
+// of it before the backend sees the request and half before the client gets the
+// answer, in that order; no Gitea needed.
+func TestProxyLatency(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		note("backend " + r.Method + " " + r.URL.Path)
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(srv.URL)
+	p := newProxy(ln, target, http.DefaultTransport,
+		latency.Delay{RoundTrip: 300 * time.Millisecond, Sleep: func(d time.Duration) { note("sleep " + d.String()) }})
+	defer p.close()
+	base := "http://" + ln.Addr().String() + "/u/r.git/"
+	resp, err := http.Get(base + "info/refs?service=git-receive-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	note("client got info/refs")
+	resp, err = http.Post(base+"git-receive-pack", "application/x-git-receive-pack-request", strings.NewReader("00a0 a push"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	note("client got receive-pack")
+	want := []string{
+		"sleep 150ms", "backend GET /u/r.git/info/refs", "sleep 150ms", "client got info/refs",
+		"sleep 150ms", "backend POST /u/r.git/git-receive-pack", "sleep 150ms", "client got receive-pack",
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(seen, want) {
+		t.Errorf("saw\n%q\nwant\n%q", seen, want)
+	}
+	if p.requests.Load() != 2 || p.pushes.Load() != 1 {
+		t.Errorf("requests %d, pushes %d; want 2, 1", p.requests.Load(), p.pushes.Load())
 	}
 }
