@@ -23,14 +23,7 @@ func TestMain(m *testing.M) {
 // with plain git and refretry push --rebase, in every mode, and checks what
 // landed. It asserts outcomes, never times.
 func TestMatrixSmoke(t *testing.T) {
-	git := os.Getenv("REFRETRY_TEST_GIT")
-	if git == "" {
-		t.Skip("REFRETRY_TEST_GIT is not set")
-	}
-	git, err := resolveExe(git)
-	if err != nil {
-		t.Fatal(err)
-	}
+	git := smokeGit(t)
 	bin := filepath.Join(t.TempDir(), "refretry")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = ".."
@@ -44,18 +37,7 @@ func TestMatrixSmoke(t *testing.T) {
 		jobs: intList{3}, modes: matrixModeNames(), methods: nameList{"git", "rebase"}, servers: nameList{"http"},
 		checkout: "detached", pushTimeout: time.Minute, jobTimeout: 2 * time.Minute,
 	}
-	if err := cfg.validateMatrix(); err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	r, err := newRunner(context.Background(), cfg, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := matrixPhase(r, cfg, root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := smokePhase(t, cfg)
 	if len(rep.servers) != 1 || rep.servers[0].name != "http" {
 		t.Fatalf("servers %+v", rep.servers)
 	}
@@ -100,31 +82,12 @@ func TestMatrixSmoke(t *testing.T) {
 // lands without the delay, and the report names the round trip. It asserts
 // counts, never times.
 func TestMatrixLatencySmoke(t *testing.T) {
-	git := os.Getenv("REFRETRY_TEST_GIT")
-	if git == "" {
-		t.Skip("REFRETRY_TEST_GIT is not set")
-	}
-	git, err := resolveExe(git)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config{git: git, trials: 1, timeout: 2 * time.Minute}
+	cfg := config{git: smokeGit(t), trials: 1, timeout: 2 * time.Minute}
 	cfg.matrix = matrixConfig{
 		jobs: intList{3}, modes: nameList{"files"}, methods: nameList{"git", "floor"}, servers: nameList{"http"},
 		checkout: "branch", pushTimeout: time.Minute, jobTimeout: 2 * time.Minute, rtt: durationList{20 * time.Millisecond},
 	}
-	if err := cfg.validateMatrix(); err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	r, err := newRunner(context.Background(), cfg, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := matrixPhase(r, cfg, root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := smokePhase(t, cfg)
 	if len(rep.servers) != 1 || rep.servers[0].name != "http-rtt20ms" {
 		t.Fatalf("servers %+v", rep.servers)
 	}
@@ -149,4 +112,36 @@ func TestMatrixLatencySmoke(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// smokeGit is the git under test, REFRETRY_TEST_GIT, or skips the test.
+func smokeGit(t *testing.T) string {
+	t.Helper()
+	git := os.Getenv("REFRETRY_TEST_GIT")
+	if git == "" {
+		t.Skip("REFRETRY_TEST_GIT is not set")
+	}
+	git, err := resolveExe(git)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return git
+}
+
+// smokePhase runs the matrix phase of cfg in a temporary directory.
+func smokePhase(t *testing.T, cfg config) *matrixReport {
+	t.Helper()
+	if err := cfg.validateMatrix(); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	r, err := newRunner(context.Background(), cfg, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := matrixPhase(r, cfg, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

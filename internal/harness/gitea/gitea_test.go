@@ -335,21 +335,11 @@ func TestProxy(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var backend []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p, base := startProxy(t, latency.Delay{}, func(r *http.Request) {
 		mu.Lock()
 		backend = append(backend, r.Method+" "+r.URL.Path)
 		mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, _ := url.Parse(srv.URL)
-	p := newProxy(ln, target, http.DefaultTransport, latency.Delay{})
-	defer p.close()
-	base := "http://" + ln.Addr().String() + "/u/r.git/"
+	})
 	post := func(path, body string) {
 		t.Helper()
 		resp, err := http.Post(base+path, "application/x-git-receive-pack-request", strings.NewReader(body))
@@ -410,20 +400,8 @@ func TestProxyLatency(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		note("backend " + r.Method + " " + r.URL.Path)
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, _ := url.Parse(srv.URL)
-	p := newProxy(ln, target, http.DefaultTransport,
-		latency.Delay{RoundTrip: 300 * time.Millisecond, Sleep: func(d time.Duration) { note("sleep " + d.String()) }})
-	defer p.close()
-	base := "http://" + ln.Addr().String() + "/u/r.git/"
+	p, base := startProxy(t, latency.Delay{RoundTrip: 300 * time.Millisecond, Sleep: func(d time.Duration) { note("sleep " + d.String()) }},
+		func(r *http.Request) { note("backend " + r.Method + " " + r.URL.Path) })
 	resp, err := http.Get(base + "info/refs?service=git-receive-pack")
 	if err != nil {
 		t.Fatal(err)
@@ -448,4 +426,24 @@ func TestProxyLatency(t *testing.T) {
 	if p.requests.Load() != 2 || p.pushes.Load() != 1 {
 		t.Errorf("requests %d, pushes %d; want 2, 1", p.requests.Load(), p.pushes.Load())
 	}
+}
+
+// startProxy starts a proxy with delay in front of a backend that calls saw with each
+// request and answers "ok", both closed at the end of the test, and returns it with
+// the base URL of a repository behind it.
+func startProxy(t *testing.T, delay latency.Delay, saw func(*http.Request)) (*proxy, string) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		saw(r)
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(srv.URL)
+	p := newProxy(ln, target, http.DefaultTransport, delay)
+	t.Cleanup(p.close)
+	return p, "http://" + ln.Addr().String() + "/u/r.git/"
 }
