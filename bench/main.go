@@ -52,6 +52,11 @@ type matrixConfig struct {
 	pushTimeout time.Duration
 	jobTimeout  time.Duration
 	trials      int // 0 means -trials; -quick sets 1
+	// latency is the forge latency mode (-matrix-latency): every request to
+	// the server delayed by a round trip, rtt (-matrix-rtt) or
+	// defaultRoundTrip; see roundTrips.
+	latency bool
+	rtt     durationList
 }
 
 // wants reports whether the phase named phase should run.
@@ -125,6 +130,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&cfg.matrix.checkout, "matrix-checkout", cfg.matrix.checkout, "the matrix jobs' checkout: "+strings.Join(matrixCheckoutNames(), ", "))
 	fs.DurationVar(&cfg.matrix.pushTimeout, "matrix-push-timeout", cfg.matrix.pushTimeout, "refretry's --timeout in the matrix jobs")
 	fs.DurationVar(&cfg.matrix.jobTimeout, "matrix-job-timeout", cfg.matrix.jobTimeout, "per matrix job process timeout")
+	fs.BoolVar(&cfg.matrix.latency, "matrix-latency", false, "forge latency model: delay every HTTP request to the matrix servers by a round trip, -matrix-rtt ("+defaultRoundTrip.String()+" unless given)")
+	fs.Var(&cfg.matrix.rtt, "matrix-rtt", "comma-separated round trips the matrix servers run under, each in turn (0 is no delay, the CPU-bound run); implies -matrix-latency")
 	quick := fs.Bool("quick", false, "smoke-run sizes: writers 20,40, batches 1000, fetchers 2, trials 2, single-runs 20; matrix: 4 jobs, 1 trial, http only")
 	fs.StringVar(&cfg.only, "only", "", "run only `concurrency`, `overhead`, `fetch` or `matrix` (default all)")
 	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")
@@ -266,6 +273,30 @@ func (l *intList) Set(s string) error {
 			return fmt.Errorf("%d is not positive", v)
 		}
 		out = append(out, v)
+	}
+	*l = out
+	return nil
+}
+
+// durationList is a flag.Value holding comma-separated durations.
+type durationList []time.Duration
+
+func (l *durationList) String() string {
+	parts := make([]string, len(*l))
+	for i, d := range *l {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *durationList) Set(s string) error {
+	var out durationList
+	for part := range strings.SplitSeq(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil {
+			return err
+		}
+		out = append(out, d)
 	}
 	*l = out
 	return nil

@@ -189,7 +189,32 @@ func (c config) validateMatrix() error {
 	case c.matrix.trials < 0:
 		return errors.New("the matrix trials must not be negative")
 	}
+	for i, rtt := range c.matrix.rtt {
+		if rtt < 0 {
+			return fmt.Errorf("-matrix-rtt: %s is negative", rtt)
+		}
+		if slices.Contains(c.matrix.rtt[:i], rtt) {
+			return fmt.Errorf("-matrix-rtt: %s is named twice", rtt)
+		}
+	}
 	return nil
+}
+
+// defaultRoundTrip is the forge's round trip of -matrix-latency without
+// -matrix-rtt.
+const defaultRoundTrip = 100 * time.Millisecond
+
+// roundTrips are the round trips every server runs under, in order: the
+// -matrix-rtt list when given (0 is the CPU-bound run, without a delay),
+// defaultRoundTrip under -matrix-latency alone, else none (0).
+func (m matrixConfig) roundTrips() []time.Duration {
+	switch {
+	case len(m.rtt) > 0:
+		return m.rtt
+	case m.latency:
+		return []time.Duration{defaultRoundTrip}
+	}
+	return []time.Duration{0}
 }
 
 // trialsOfMatrix is the number of matrix trials: -trials, or 1 under -quick.
@@ -232,6 +257,7 @@ type matrixResult struct {
 	timedOut  int // jobs killed at -matrix-job-timeout
 	check     resultCheck
 	pushes    int           // receive-pack POSTs the server saw during the trial
+	requests  int           // HTTP requests of every kind the server saw during the trial
 	clientCPU time.Duration // the jobs and their waited-for descendants, without the gates
 	// serverCPU is the server's processes (see matrixServer.cpu); serverOK
 	// says whether it could be read.
@@ -444,17 +470,17 @@ func matrixTrial(r *runner, cfg config, srv *matrixServer, tools matrixTools, mo
 	jr.timeout = cfg.matrix.jobTimeout
 	jr.stdoutToo = true // git pull prints its conflicts there
 	res.load = loadAverage()
-	pushes0, children0, self0 := srv.pushes(), childrenCPU(), selfCPU()
+	pushes0, requests0, children0, self0 := srv.pushes(), srv.requests(), childrenCPU(), selfCPU()
 	server0, ok0 := srv.cpu()
 	outcomes, wall, err := jr.concurrentIn(dirs, argvs)
 	if err != nil {
 		return res, err
 	}
 	time.Sleep(serverSettle)
-	pushes1, children1, self1 := srv.pushes(), childrenCPU(), selfCPU()
+	pushes1, requests1, children1, self1 := srv.pushes(), srv.requests(), childrenCPU(), selfCPU()
 	server1, ok1 := srv.cpu()
 
-	res.wall, res.pushes, res.benchCPU = wall, pushes1-pushes0, self1-self0
+	res.wall, res.pushes, res.requests, res.benchCPU = wall, pushes1-pushes0, requests1-requests0, self1-self0
 	exited0 := make([]bool, n)
 	var jobsCPU time.Duration // with the gates: what RUSAGE_CHILDREN counted for them
 	for i, o := range outcomes {
@@ -555,21 +581,24 @@ func matrixPhase(r *runner, cfg config, root string) (*matrixReport, error) {
 	}
 
 	rep := newMatrixReport(cfg, modes, methods, skips)
-	for _, name := range cfg.matrix.servers {
-		srv, skip, err := startMatrixServer(mr, cfg, name, filepath.Join(work, "served-"+name))
-		if err != nil {
-			return rep, fmt.Errorf("server %s: %w", name, err)
-		}
-		if skip != "" {
-			progress("matrix: skipping server %s: %s", name, skip)
-			rep.skipServer(name, skip)
-			continue
-		}
-		rep.server(srv.name, srv.label)
-		err = runMatrixServer(mr, cfg, srv, tools, modes, methods, skips, rep, work)
-		srv.close()
-		if err != nil {
-			return rep, fmt.Errorf("server %s: %w", name, err)
+	for _, kind := range cfg.matrix.servers {
+		for _, rtt := range cfg.matrix.roundTrips() {
+			name := matrixServerName(kind, rtt)
+			srv, skip, err := startMatrixServer(mr, cfg, kind, rtt, filepath.Join(work, "served-"+name))
+			if err != nil {
+				return rep, fmt.Errorf("server %s: %w", name, err)
+			}
+			if skip != "" {
+				progress("matrix: skipping server %s: %s", name, skip)
+				rep.skipServer(name, skip)
+				continue
+			}
+			rep.server(srv.name, srv.label)
+			err = runMatrixServer(mr, cfg, srv, tools, modes, methods, skips, rep, work)
+			srv.close()
+			if err != nil {
+				return rep, fmt.Errorf("server %s: %w", name, err)
+			}
 		}
 	}
 	return rep, nil
@@ -591,9 +620,9 @@ func runMatrixServer(r *runner, cfg config, srv *matrixServer, tools matrixTools
 					if err != nil {
 						return fmt.Errorf("%d jobs, %s, %s, trial %d: %w", n, mode.name, m.name, t+1, err)
 					}
-					progress("matrix %s %s n=%d trial %d/%d %s: %s s wall, %d/%d exited 0, %d once, %d lost, %d duplicated, %d pushes, load %s",
+					progress("matrix %s %s n=%d trial %d/%d %s: %s s wall, %d/%d exited 0, %d once, %d lost, %d duplicated, %d pushes, %d requests, load %s",
 						srv.name, mode.name, n, t+1, trials, m.name, seconds(res.wall), res.landed, n,
-						res.check.once, res.check.lost, res.check.dup, res.pushes, res.load)
+						res.check.once, res.check.lost, res.check.dup, res.pushes, res.requests, res.load)
 					if res.check.okLost > 0 {
 						progress("matrix: WARNING: %s: %d jobs exited 0 but their result is not on the branch", m.name, res.check.okLost)
 					}

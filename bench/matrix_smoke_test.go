@@ -23,14 +23,7 @@ func TestMain(m *testing.M) {
 // with plain git and refretry push --rebase, in every mode, and checks what
 // landed. It asserts outcomes, never times.
 func TestMatrixSmoke(t *testing.T) {
-	git := os.Getenv("REFRETRY_TEST_GIT")
-	if git == "" {
-		t.Skip("REFRETRY_TEST_GIT is not set")
-	}
-	git, err := resolveExe(git)
-	if err != nil {
-		t.Fatal(err)
-	}
+	git := smokeGit(t)
 	bin := filepath.Join(t.TempDir(), "refretry")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = ".."
@@ -44,18 +37,7 @@ func TestMatrixSmoke(t *testing.T) {
 		jobs: intList{3}, modes: matrixModeNames(), methods: nameList{"git", "rebase"}, servers: nameList{"http"},
 		checkout: "detached", pushTimeout: time.Minute, jobTimeout: 2 * time.Minute,
 	}
-	if err := cfg.validateMatrix(); err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	r, err := newRunner(context.Background(), cfg, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := matrixPhase(r, cfg, root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := smokePhase(t, cfg)
 	if len(rep.servers) != 1 || rep.servers[0].name != "http" {
 		t.Fatalf("servers %+v", rep.servers)
 	}
@@ -92,4 +74,74 @@ func TestMatrixSmoke(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestMatrixLatencySmoke runs the matrix phase under the forge latency model
+// with 3 jobs of plain git and the floor: the server is the delayed one, each
+// job's push makes its info/refs request besides any POST, what lands is what
+// lands without the delay, and the report names the round trip. It asserts
+// counts, never times.
+func TestMatrixLatencySmoke(t *testing.T) {
+	cfg := config{git: smokeGit(t), trials: 1, timeout: 2 * time.Minute}
+	cfg.matrix = matrixConfig{
+		jobs: intList{3}, modes: nameList{"files"}, methods: nameList{"git", "floor"}, servers: nameList{"http"},
+		checkout: "branch", pushTimeout: time.Minute, jobTimeout: 2 * time.Minute, rtt: durationList{20 * time.Millisecond},
+	}
+	rep := smokePhase(t, cfg)
+	if len(rep.servers) != 1 || rep.servers[0].name != "http-rtt20ms" {
+		t.Fatalf("servers %+v", rep.servers)
+	}
+	for _, name := range []string{"git", "floor"} {
+		trials := rep.servers[0].trials[matrixKey{"files", name, 3}]
+		if len(trials) != 1 {
+			t.Fatalf("%s: %d trials, want 1", name, len(trials))
+		}
+		res := trials[0]
+		// A plain push that sees the others' commit in its advertisement is refused
+		// before it POSTs; every job makes its info/refs GET.
+		if res.pushes < 1 || res.pushes > 3 || (name == "floor" && res.pushes != 3) || res.requests < 3+res.pushes {
+			t.Errorf("%s: %d pushes, %d requests; want a GET for each job besides the POSTs", name, res.pushes, res.requests)
+		}
+		if want := map[string]int{"git": 1, "floor": 3}[name]; res.landed != want || res.check.once != want {
+			t.Errorf("%s: %d exited 0, %d results once; want %d", name, res.landed, res.check.once, want)
+		}
+	}
+	out := rep.render()
+	for _, want := range []string{"### http-rtt20ms, files", "every HTTP request to it delayed by a 20ms round trip", "| 3 | floor |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// smokeGit is the git under test, REFRETRY_TEST_GIT, or skips the test.
+func smokeGit(t *testing.T) string {
+	t.Helper()
+	git := os.Getenv("REFRETRY_TEST_GIT")
+	if git == "" {
+		t.Skip("REFRETRY_TEST_GIT is not set")
+	}
+	git, err := resolveExe(git)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return git
+}
+
+// smokePhase runs the matrix phase of cfg in a temporary directory.
+func smokePhase(t *testing.T, cfg config) *matrixReport {
+	t.Helper()
+	if err := cfg.validateMatrix(); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	r, err := newRunner(context.Background(), cfg, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := matrixPhase(r, cfg, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

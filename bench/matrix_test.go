@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -257,9 +258,9 @@ func TestHeadBufferTail(t *testing.T) {
 func TestSummarizeMatrix(t *testing.T) {
 	t.Parallel()
 	trials := []matrixResult{
-		{wall: 3 * time.Second, landed: 4, pushes: 10, check: resultCheck{once: 4}, clientCPU: time.Second, serverOK: true},
-		{wall: time.Second, landed: 2, pushes: 8, check: resultCheck{once: 2, lost: 2, okLost: 1}, timedOut: 1, firstErr: "boom", serverOK: true},
-		{wall: 2 * time.Second, landed: 0, pushes: 4, check: resultCheck{lost: 4, extra: 3}, serverOK: false},
+		{wall: 3 * time.Second, landed: 4, pushes: 10, requests: 30, check: resultCheck{once: 4}, clientCPU: time.Second, serverOK: true},
+		{wall: time.Second, landed: 2, pushes: 8, requests: 20, check: resultCheck{once: 2, lost: 2, okLost: 1}, timedOut: 1, firstErr: "boom", serverOK: true},
+		{wall: 2 * time.Second, landed: 0, pushes: 4, requests: 9, check: resultCheck{lost: 4, extra: 3}, serverOK: false},
 	}
 	s := summarizeMatrix(trials, 4)
 	switch {
@@ -271,6 +272,8 @@ func TestSummarizeMatrix(t *testing.T) {
 		t.Errorf("totals %+v", s)
 	case s.medianPushes != 8 || !s.perLandedOK || s.perLanded != 3.25: // median of 2.5 and 4: the trial with none exited 0 is left out
 		t.Errorf("pushes %v, per job that exited 0 %v", s.medianPushes, s.perLanded)
+	case s.medianRequests != 20 || s.requestsLanded != 8.75: // median of 7.5 and 10, as the pushes'
+		t.Errorf("requests %v, per job that exited 0 %v", s.medianRequests, s.requestsLanded)
 	case s.serverOK || s.firstErr != "boom":
 		t.Errorf("serverOK %v, firstErr %q", s.serverOK, s.firstErr)
 	}
@@ -297,7 +300,7 @@ func TestRenderMatrix(t *testing.T) {
 					continue
 				}
 				for trial := 1; trial <= 2; trial++ {
-					res := matrixResult{wall: time.Duration(n) * time.Second, landed: n, pushes: 2 * n, check: resultCheck{once: n},
+					res := matrixResult{wall: time.Duration(n) * time.Second, landed: n, pushes: 2 * n, requests: 5 * n, check: resultCheck{once: n},
 						clientCPU: time.Second, serverCPU: time.Second, serverOK: true, load: "1.00"}
 					if m.name == "rebase" && mode.name == "shared" && n == 8 {
 						res.check = resultCheck{once: 7, lost: 1, okLost: 1}
@@ -336,12 +339,14 @@ func TestRenderMatrix(t *testing.T) {
 		"### http, files", "### http, shared", "### Server gitea: skipped\n\nno Gitea binary",
 		"| 8 | rebase | 8 (8) | 7 (7) | 0 of 2 | 2 | 0 | **2** |",
 		"WARNING (refretry): rebase, 8 jobs: 2 jobs exited 0 but their result is not on the branch",
-		"| 4 | rebase ÷ loop | **1.00×** | 1.00× | 1.00× | 1.00× |  |",
+		"| 4 | rebase ÷ loop | **1.00×** | 1.00× | 1.00× | 1.00× | 1.00× |  |",
+		"| 16 | 2.00 | 40 | 5.00 | 1.000 | 1.000 |",
+		"| forge round trip (`-matrix-latency`, `-matrix-rtt`) | none (CPU-bound",
 		"| 8 | rebase ÷ floor |", "| 8 | regenerate ÷ loop |",
 		"| 4 | queue | skipped: flock(1) not found \\| gone |",
 		"- git, 4 jobs: `! [rejected] HEAD -> main (fetch first)`",
 		"`--timeout 1m0s` on every refretry push",
-		"| http | shared | 8 | 2 | rebase | 1.00 | 8.000 | 8 | 0 | 7 | 1 | 0 | 1 | 0 | 16 |",
+		"| http | shared | 8 | 2 | rebase | 1.00 | 8.000 | 8 | 0 | 7 | 1 | 0 | 1 | 0 | 16 | 40 |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
@@ -413,13 +418,58 @@ func TestMatrixFlags(t *testing.T) {
 		t.Errorf("-quick with -trials 3 -matrix-jobs 6: %+v, trials %d, err %v", q.matrix, q.trialsOfMatrix(), err)
 	}
 
+	rtts := func(args ...string) string {
+		t.Helper()
+		c, err := parseFlags(append(slices.Clone(base), args...), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return fmt.Sprint(c.matrix.roundTrips())
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "[0s]"},
+		{[]string{"-matrix-latency"}, "[100ms]"},
+		{[]string{"-matrix-rtt", "250ms"}, "[250ms]"},
+		{[]string{"-matrix-latency", "-matrix-rtt", "0,100ms"}, "[0s 100ms]"},
+	} {
+		if got := rtts(tc.args...); got != tc.want {
+			t.Errorf("%v: round trips %s, want %s", tc.args, got, tc.want)
+		}
+	}
+
 	for _, bad := range [][]string{
-		{"-matrix-modes", "files,nope"}, {"-matrix-methods", "gather2"}, {"-matrix-servers", "github"},
+		{"-matrix-modes", "files,nope"}, {"-matrix-rtt", "-1ms"}, {"-matrix-rtt", "100ms,100ms"}, {"-matrix-rtt", "fast"}, {"-matrix-methods", "gather2"}, {"-matrix-servers", "github"},
 		{"-matrix-checkout", "tag"}, {"-matrix-push-timeout", "0s"}, {"-matrix-job-timeout", "-1s"}, {"-matrix-jobs", "0"},
 		{"-only", "matrixx"},
 	} {
 		if _, err := parseFlags(append(slices.Clone(base), bad...), io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// TestMatrixServerName: a server under a round trip is named for it, in the report
+// and in its charts' file names, and its label says so; without one it keeps its kind's
+// name, so the CPU-bound runs' charts keep theirs.
+func TestMatrixServerName(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind string
+		rtt  time.Duration
+		want string
+	}{{"http", 0, "http"}, {"http", 100 * time.Millisecond, "http-rtt100ms"}, {"gitea", 1500 * time.Millisecond, "gitea-rtt1.5s"}} {
+		if got := matrixServerName(tc.kind, tc.rtt); got != tc.want {
+			t.Errorf("%s at %v: %q, want %q", tc.kind, tc.rtt, got, tc.want)
+		}
+	}
+	if l := rttLabel(100 * time.Millisecond); !strings.Contains(l, "delayed by a 100ms round trip") {
+		t.Errorf("label %q does not state the round trip", l)
+	}
+	if got := roundTripsText([]time.Duration{0, 100 * time.Millisecond}); !strings.HasPrefix(got, "none (CPU-bound") ||
+		!strings.HasSuffix(got, "; then 100ms per HTTP request (servers named `<kind>-rtt100ms`)") {
+		t.Errorf("round trips text %q", got)
 	}
 }

@@ -36,8 +36,8 @@ type matrixReport struct {
 func newMatrixReport(cfg config, modes []matrixMode, methods []matrixMethod, skips map[string]string) *matrixReport {
 	rep := &matrixReport{cfg: cfg, modes: modes, methods: methods, skips: skips}
 	rep.raw.WriteString("### Raw trials, matrix\n\n" +
-		"| server | mode | jobs | trial | method | load (1 min) | wall (s) | exited 0 | timed out | once | lost | duplicated | exit 0, result lost | other lines | pushes | client CPU (s) | server CPU (s) | bench process CPU (s) |\n" +
-		"|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		"| server | mode | jobs | trial | method | load (1 min) | wall (s) | exited 0 | timed out | once | lost | duplicated | exit 0, result lost | other lines | pushes | requests | client CPU (s) | server CPU (s) | bench process CPU (s) |\n" +
+		"|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	return rep
 }
 
@@ -55,9 +55,9 @@ func (rep *matrixReport) add(mode, method string, n, trial int, res matrixResult
 	s := rep.servers[len(rep.servers)-1]
 	k := matrixKey{mode, method, n}
 	s.trials[k] = append(s.trials[k], res)
-	fmt.Fprintf(&rep.raw, "| %s | %s | %d | %d | %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n",
+	fmt.Fprintf(&rep.raw, "| %s | %s | %d | %d | %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n",
 		s.name, mode, n, trial, method, res.load, seconds(res.wall), res.landed, res.timedOut,
-		res.check.once, res.check.lost, res.check.dup, res.check.okLost, res.check.extra, res.pushes,
+		res.check.once, res.check.lost, res.check.dup, res.check.okLost, res.check.extra, res.pushes, res.requests,
 		seconds(res.clientCPU), serverCPUText(res.serverCPU, res.serverOK), seconds(res.benchCPU))
 }
 
@@ -84,6 +84,8 @@ type matrixSummary struct {
 	medianPushes    float64
 	perLanded       float64 // median over trials of pushes ÷ jobs that exited 0
 	perLandedOK     bool    // some trial had a job exit 0
+	medianRequests  float64
+	requestsLanded  float64 // median over trials of requests ÷ jobs that exited 0 (when perLandedOK)
 	medianClientCPU time.Duration
 	medianServerCPU time.Duration
 	serverOK        bool // the server's CPU was read in every trial
@@ -92,15 +94,17 @@ type matrixSummary struct {
 
 func summarizeMatrix(trials []matrixResult, n int) matrixSummary {
 	s := matrixSummary{trials: len(trials), serverOK: len(trials) > 0}
-	var landed, once, pushes []int
+	var landed, once, pushes, requests []int
 	var client, server []time.Duration
-	var perLanded []float64
+	var perLanded, requestsLanded []float64
 	for _, t := range trials {
 		s.walls = append(s.walls, t.wall)
 		landed, once, pushes = append(landed, t.landed), append(once, t.check.once), append(pushes, t.pushes)
+		requests = append(requests, t.requests)
 		client, server = append(client, t.clientCPU), append(server, t.serverCPU)
 		if t.landed > 0 {
 			perLanded = append(perLanded, float64(t.pushes)/float64(t.landed))
+			requestsLanded = append(requestsLanded, float64(t.requests)/float64(t.landed))
 		}
 		if t.landed == n && t.check.once == n {
 			s.complete++
@@ -120,9 +124,10 @@ func summarizeMatrix(trials []matrixResult, n int) matrixSummary {
 	if len(trials) > 0 {
 		s.landedMin, s.onceMin = slices.Min(landed), slices.Min(once)
 	}
-	s.medianPushes = medianFloat(pushes)
+	s.medianPushes, s.medianRequests = medianFloat(pushes), medianFloat(requests)
 	if len(perLanded) > 0 {
 		s.perLanded, s.perLandedOK = medianOfFloats(perLanded), true
+		s.requestsLanded = medianOfFloats(requestsLanded)
 	}
 	s.medianClientCPU, s.medianServerCPU = median(client), median(server)
 	return s
@@ -151,6 +156,18 @@ func ratioFloat(a, b float64) string {
 }
 
 func formatCount(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// roundTripsText says which round trips the servers ran under.
+func roundTripsText(rtts []time.Duration) string {
+	parts := make([]string, len(rtts))
+	for i, rtt := range rtts {
+		parts[i] = "none (CPU-bound: jobs, server and bench share this machine's cores)"
+		if rtt > 0 {
+			parts[i] = rtt.String() + " per HTTP request (servers named `<kind>-rtt" + rtt.String() + "`)"
+		}
+	}
+	return strings.Join(parts, "; then ")
+}
 
 // render writes the whole matrix section.
 func (rep *matrixReport) render() string {
@@ -196,7 +213,8 @@ func (rep *matrixReport) intro(b *strings.Builder) {
 		"<url>` over HTTP (as actions/checkout makes them; " + strconv.Itoa(matrixSetupWorkers) + " at a time) with its own " +
 		"`user.name`/`user.email` and one commit of its result. Then the N jobs are held at a shared gate and released at once. " +
 		"Wall time runs from the release to the last job's exit. *Pushes* are the receive-pack POSTs the server received during " +
-		"the trial. *Client CPU* is user+system time of the jobs and every descendant they waited for (wait4), without the " +
+		"the trial, *requests* every HTTP request it received then (info/refs GETs, upload-pack and receive-pack POSTs): " +
+		"under the forge latency model each of them costs the client one round trip. *Client CPU* is user+system time of the jobs and every descendant they waited for (wait4), without the " +
 		"gate's own time. *Server CPU*: for the HTTP server, the git http-backend processes (and the receive-pack, upload-pack, " +
 		"index-pack they ran) that this process reaped during the trial (its RUSAGE_CHILDREN delta less the jobs' own); for " +
 		"Gitea, the `gitea web` process and every descendant it waited for (receive-pack, its hooks), from /proc. Neither " +
@@ -212,6 +230,7 @@ func (rep *matrixReport) intro(b *strings.Builder) {
 	fmt.Fprintf(b, "| checkout form (`-matrix-checkout %s`) | %s |\n", cfg.matrix.checkout, checkout)
 	fmt.Fprintf(b, "| refretry's budget (`-matrix-push-timeout`) | `--timeout %s` on every refretry push |\n", cfg.matrix.pushTimeout)
 	fmt.Fprintf(b, "| per-job process timeout (`-matrix-job-timeout`) | %s (a job still running then is killed with its descendants and counted as timed out) |\n", cfg.matrix.jobTimeout)
+	fmt.Fprintf(b, "| forge round trip (`-matrix-latency`, `-matrix-rtt`) | %s |\n", roundTripsText(cfg.matrix.roundTrips()))
 	fmt.Fprintf(b, "| jobs (N) | %s |\n", cfg.matrix.jobs.String())
 	fmt.Fprintf(b, "| trials | %d |\n\n", cfg.trialsOfMatrix())
 	b.WriteString("| method | what each job runs |\n|---|---|\n")
@@ -234,8 +253,8 @@ func (rep *matrixReport) intro(b *strings.Builder) {
 // methods), each by N in -matrix-jobs order.
 func (rep *matrixReport) renderCell(b *strings.Builder, s *matrixServerResults, mode matrixMode) [][]*matrixSummary {
 	fmt.Fprintf(b, "### %s, %s\n\n%s; %s.\n\n", s.name, mode.name, s.label, mode.label)
-	b.WriteString("| jobs | method | exited 0, median (min) | results exactly once, median (min) | complete trials | lost (total) | duplicated (total) | exit 0, result lost (total) | median wall (s) | wall per trial (s) | median pushes | pushes per job that exited 0 | median client CPU (s) | median server CPU (s) |\n")
-	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|\n")
+	b.WriteString("| jobs | method | exited 0, median (min) | results exactly once, median (min) | complete trials | lost (total) | duplicated (total) | exit 0, result lost (total) | median wall (s) | wall per trial (s) | median pushes | pushes per job that exited 0 | median requests | requests per job that exited 0 | median client CPU (s) | median server CPU (s) |\n")
+	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n")
 	sums := make([][]*matrixSummary, len(rep.methods))
 	var warnings, failures []string
 	for ni, n := range rep.cfg.matrix.jobs {
@@ -244,7 +263,7 @@ func (rep *matrixReport) renderCell(b *strings.Builder, s *matrixServerResults, 
 				sums[mi] = make([]*matrixSummary, len(rep.cfg.matrix.jobs))
 			}
 			if why := rep.skips[m.name]; why != "" {
-				fmt.Fprintf(b, "| %d | %s | skipped: %s |%s\n", n, m.name, cell(why), strings.Repeat(" |", 11))
+				fmt.Fprintf(b, "| %d | %s | skipped: %s |%s\n", n, m.name, cell(why), strings.Repeat(" |", 13))
 				continue
 			}
 			trials := s.trials[matrixKey{mode.name, m.name, n}]
@@ -254,18 +273,18 @@ func (rep *matrixReport) renderCell(b *strings.Builder, s *matrixServerResults, 
 			for i, w := range sum.walls {
 				walls[i] = seconds(w)
 			}
-			perLanded := "n/a"
+			perLanded, requestsLanded := "n/a", "n/a"
 			if sum.perLandedOK {
-				perLanded = fmt.Sprintf("%.2f", sum.perLanded)
+				perLanded, requestsLanded = fmt.Sprintf("%.2f", sum.perLanded), fmt.Sprintf("%.2f", sum.requestsLanded)
 			}
 			okLost := strconv.Itoa(sum.okLost)
 			if sum.okLost > 0 {
 				okLost = "**" + okLost + "**"
 			}
-			fmt.Fprintf(b, "| %d | %s | %s (%d) | %s (%d) | %d of %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(b, "| %d | %s | %s (%d) | %s (%d) | %d of %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				n, m.name, sum.landedMedian, sum.landedMin, sum.onceMedian, sum.onceMin, sum.complete, sum.trials,
 				sum.lost, sum.dup, okLost, seconds(sum.medianWall), strings.Join(walls, ", "),
-				formatCount(sum.medianPushes), perLanded, seconds(sum.medianClientCPU),
+				formatCount(sum.medianPushes), perLanded, formatCount(sum.medianRequests), requestsLanded, seconds(sum.medianClientCPU),
 				serverCPUText(sum.medianServerCPU, sum.serverOK))
 			if sum.okLost > 0 {
 				who := "a method that is not refretry's"
@@ -327,8 +346,8 @@ func (rep *matrixReport) renderRatios(b *strings.Builder, sums [][]*matrixSummar
 				if a.serverOK && z.serverOK {
 					serverRatio = ratio(a.medianServerCPU, z.medianServerCPU)
 				}
-				rows = append(rows, fmt.Sprintf("| %d | %s ÷ %s | **%s** | %s | %s | %s | %s |", n, c.name, d.name,
-					ratio(a.medianWall, z.medianWall), ratioFloat(a.medianPushes, z.medianPushes),
+				rows = append(rows, fmt.Sprintf("| %d | %s ÷ %s | **%s** | %s | %s | %s | %s | %s |", n, c.name, d.name,
+					ratio(a.medianWall, z.medianWall), ratioFloat(a.medianPushes, z.medianPushes), ratioFloat(a.medianRequests, z.medianRequests),
 					ratio(a.medianClientCPU, z.medianClientCPU), serverRatio, matrixCaution(n, c.name, *a, d.name, *z)))
 			}
 		}
@@ -336,7 +355,7 @@ func (rep *matrixReport) renderRatios(b *strings.Builder, sums [][]*matrixSummar
 	if len(rows) == 0 {
 		return
 	}
-	b.WriteString("| jobs | ratio of medians | wall | pushes | client CPU | server CPU | note |\n|--:|---|--:|--:|--:|--:|---|\n")
+	b.WriteString("| jobs | ratio of medians | wall | pushes | requests | client CPU | server CPU | note |\n|--:|---|--:|--:|--:|--:|--:|---|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n\n")
 }
 

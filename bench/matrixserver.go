@@ -13,6 +13,7 @@ import (
 
 	"github.com/refretry/refretry/internal/harness/gitea"
 	"github.com/refretry/refretry/internal/harness/gitserver"
+	"github.com/refretry/refretry/internal/harness/latency"
 )
 
 // matrixServer is one kind of server the matrix jobs push to.
@@ -22,8 +23,9 @@ type matrixServer struct {
 	// newRepo makes a fresh remote named name whose main is the seed
 	// repository's main.
 	newRepo func(name, seed string) (matrixRemote, error)
-	// pushes is the number of receive-pack POSTs the server has seen so far.
-	pushes func() int
+	// pushes is the number of receive-pack POSTs the server has seen so far,
+	// requests the number of HTTP requests of every kind.
+	pushes, requests func() int
 	// cpu is the CPU time so far of server processes that are not this
 	// process's reaped children (a Gitea and what it waited for), and
 	// whether it could be read. Reaped children are counted through
@@ -40,19 +42,43 @@ type matrixRemote struct {
 }
 
 // startMatrixServer starts the server kind name with its repositories under
-// dir. A server that cannot run here (Gitea without a binary) returns the
-// reason instead.
-func startMatrixServer(r *runner, cfg config, name, dir string) (*matrixServer, string, error) {
+// dir, every request to it delayed by the round trip rtt (0: none). A server
+// that cannot run here (Gitea without a binary) returns the reason instead.
+func startMatrixServer(r *runner, cfg config, name string, rtt time.Duration, dir string) (*matrixServer, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}
+	delay := latency.Delay{RoundTrip: rtt}
+	var srv *matrixServer
+	var skip string
+	var err error
 	switch name {
 	case "http":
-		return startHTTPServer(r, cfg, dir)
+		srv, skip, err = startHTTPServer(r, cfg, dir, delay)
 	case "gitea":
-		return startGiteaServer(r, cfg)
+		srv, skip, err = startGiteaServer(r, cfg, delay)
+	default:
+		return nil, "", fmt.Errorf("unknown server kind %q", name)
 	}
-	return nil, "", fmt.Errorf("unknown server kind %q", name)
+	if srv != nil && rtt > 0 {
+		srv.name, srv.label = matrixServerName(name, rtt), srv.label+rttLabel(rtt)
+	}
+	return srv, skip, err
+}
+
+// matrixServerName is the name of server kind name under the round trip rtt
+// in the report and the charts' file names: the kind alone without one.
+func matrixServerName(name string, rtt time.Duration) string {
+	if rtt <= 0 {
+		return name
+	}
+	return name + "-rtt" + rtt.String()
+}
+
+// rttLabel is what the report adds to a server's label under a round trip.
+func rttLabel(rtt time.Duration) string {
+	return fmt.Sprintf("; forge latency model: every HTTP request to it delayed by a %s round trip, half before the server "+
+		"sees it and half before its answer's first byte (`internal/harness/latency`), as for jobs on other machines than the forge", rtt)
 }
 
 // noServerCPU is the cpu of a server whose processes are all reaped
@@ -60,9 +86,10 @@ func startMatrixServer(r *runner, cfg config, name, dir string) (*matrixServer, 
 func noServerCPU() (time.Duration, bool) { return 0, true }
 
 // startHTTPServer serves dir with git http-backend of the git under test.
-func startHTTPServer(r *runner, cfg config, dir string) (*matrixServer, string, error) {
+func startHTTPServer(r *runner, cfg config, dir string, delay latency.Delay) (*matrixServer, string, error) {
 	srv, err := gitserver.Start(cfg.git, dir, gitserver.Options{
 		ReceivePack: true,
+		Latency:     delay,
 		Env:         []string{"HOME=" + r.home, "XDG_CONFIG_HOME=" + filepath.Join(r.home, ".config")},
 	})
 	if err != nil {
@@ -80,15 +107,16 @@ func startHTTPServer(r *runner, cfg config, dir string) (*matrixServer, string, 
 			_, err := r.output(seed, r.git, "push", "--quiet", bare, "main:main")
 			return rem, err
 		},
-		pushes: srv.ReceivePacks,
-		cpu:    noServerCPU,
-		close:  srv.Close,
+		pushes:   srv.ReceivePacks,
+		requests: srv.Requests,
+		cpu:      noServerCPU,
+		close:    srv.Close,
 	}, "", nil
 }
 
 // startGiteaServer starts a throwaway Gitea whose server side runs the git
 // under test, or says why it cannot.
-func startGiteaServer(r *runner, cfg config) (*matrixServer, string, error) {
+func startGiteaServer(r *runner, cfg config, delay latency.Delay) (*matrixServer, string, error) {
 	bin, err := gitea.Binary()
 	if errors.Is(err, gitea.ErrNoBinary) {
 		return nil, err.Error(), nil
@@ -97,7 +125,7 @@ func startGiteaServer(r *runner, cfg config) (*matrixServer, string, error) {
 		return nil, "", err
 	}
 	progress("matrix: starting Gitea (%s)", bin)
-	inst, err := gitea.Start(gitea.Options{Binary: bin, Git: cfg.git})
+	inst, err := gitea.Start(gitea.Options{Binary: bin, Git: cfg.git, Latency: delay})
 	if err != nil {
 		return nil, "", err
 	}
@@ -123,7 +151,8 @@ func startGiteaServer(r *runner, cfg config) (*matrixServer, string, error) {
 			_, err := r.output(seed, r.git, "push", "--quiet", "--force", rem.url, "main:main")
 			return rem, err
 		},
-		pushes: inst.Pushes,
+		pushes:   inst.Pushes,
+		requests: inst.Requests,
 		cpu: func() (time.Duration, bool) {
 			if len(pids) == 0 {
 				return 0, false

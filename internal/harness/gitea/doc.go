@@ -30,7 +30,9 @@
 //     proxy counts the POSTs to git-receive-pack (Pushes: one per push that reached
 //     receive-pack) and to git-upload-pack (UploadPacks: a protocol v2 fetch makes
 //     one for ls-refs and one or more for the fetch). The 4-byte probe git sends
-//     before a pack larger than http.postBuffer is not counted.
+//     before a pack larger than http.postBuffer is not counted. Requests counts every
+//     request the proxy received. Options.Latency delays each of them by a round trip
+//     (internal/harness/latency): a benchmark's model of a forge across a network.
 //   - HoldPushes(n) makes the proxy hold the next n receive-pack POSTs until the n-th
 //     has arrived and then let them go together: every one of those pushes has read
 //     the same old value before any of them updates, so a lost race is reproduced

@@ -14,12 +14,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/harness/latency"
 )
 
 // testGit is the git of both sides: REFRETRY_TEST_GIT (git 2.55 in CI) or the git on
@@ -333,21 +335,11 @@ func TestProxy(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var backend []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p, base := startProxy(t, latency.Delay{}, func(r *http.Request) {
 		mu.Lock()
 		backend = append(backend, r.Method+" "+r.URL.Path)
 		mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, _ := url.Parse(srv.URL)
-	p := newProxy(ln, target, http.DefaultTransport)
-	defer p.close()
-	base := "http://" + ln.Addr().String() + "/u/r.git/"
+	})
 	post := func(path, body string) {
 		t.Helper()
 		resp, err := http.Post(base+path, "application/x-git-receive-pack-request", strings.NewReader(body))
@@ -366,8 +358,9 @@ func TestProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if p.pushes.Load() != 0 || p.uploadPacks.Load() != 1 || seen() != 3 {
-		t.Fatalf("pushes %d, upload-packs %d, backend saw %d; want 0, 1, 3", p.pushes.Load(), p.uploadPacks.Load(), seen())
+	if p.pushes.Load() != 0 || p.uploadPacks.Load() != 1 || seen() != 3 || p.requests.Load() != 3 {
+		t.Fatalf("pushes %d, upload-packs %d, requests %d, backend saw %d; want 0, 1, 3, 3",
+			p.pushes.Load(), p.uploadPacks.Load(), p.requests.Load(), seen())
 	}
 
 	p.hold(3)
@@ -397,4 +390,60 @@ func TestProxy(t *testing.T) {
 	if p.pushes.Load() != 4 {
 		t.Fatalf("pushes %d, want 4", p.pushes.Load())
 	}
+}
+
+// TestProxyLatency: with a round trip set, each request through the proxy spends half
+// of it before the backend sees the request and half before the client gets the
+// answer, in that order; no Gitea needed.
+func TestProxyLatency(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
+	p, base := startProxy(t, latency.Delay{RoundTrip: 300 * time.Millisecond, Sleep: func(d time.Duration) { note("sleep " + d.String()) }},
+		func(r *http.Request) { note("backend " + r.Method + " " + r.URL.Path) })
+	resp, err := http.Get(base + "info/refs?service=git-receive-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	note("client got info/refs")
+	resp, err = http.Post(base+"git-receive-pack", "application/x-git-receive-pack-request", strings.NewReader("00a0 a push"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	note("client got receive-pack")
+	want := []string{
+		"sleep 150ms", "backend GET /u/r.git/info/refs", "sleep 150ms", "client got info/refs",
+		"sleep 150ms", "backend POST /u/r.git/git-receive-pack", "sleep 150ms", "client got receive-pack",
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(seen, want) {
+		t.Errorf("saw\n%q\nwant\n%q", seen, want)
+	}
+	if p.requests.Load() != 2 || p.pushes.Load() != 1 {
+		t.Errorf("requests %d, pushes %d; want 2, 1", p.requests.Load(), p.pushes.Load())
+	}
+}
+
+// startProxy starts a proxy with delay in front of a backend that calls saw with each
+// request and answers "ok", both closed at the end of the test, and returns it with
+// the base URL of a repository behind it.
+func startProxy(t *testing.T, delay latency.Delay, saw func(*http.Request)) (*proxy, string) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		saw(r)
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(srv.URL)
+	p := newProxy(ln, target, http.DefaultTransport, delay)
+	t.Cleanup(p.close)
+	return p, "http://" + ln.Addr().String() + "/u/r.git/"
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/harness/latency"
 )
 
 // Options configures an instance. The zero value runs Binary() with the git on PATH.
@@ -32,6 +33,11 @@ type Options struct {
 	// StartTimeout bounds each step of Start (migrate, user creation, waiting for the
 	// web server to answer). Zero means two minutes.
 	StartTimeout time.Duration
+
+	// Latency delays every request through the proxy by a round trip, as a forge
+	// across a network would (see internal/harness/latency); the API helpers and
+	// Gitea's own hooks, which do not go through the proxy, are not delayed.
+	Latency latency.Delay
 }
 
 // Instance is a running Gitea and the proxy in front of it. Its methods are safe for
@@ -150,7 +156,7 @@ func Start(opts Options) (inst *Instance, err error) {
 	if err := i.startWeb(opts.StartTimeout); err != nil {
 		return nil, err
 	}
-	i.proxy = newProxy(proxyLn, &url.URL{Scheme: "http", Host: giteaHost}, i.client.Transport)
+	i.proxy = newProxy(proxyLn, &url.URL{Scheme: "http", Host: giteaHost}, i.client.Transport, opts.Latency)
 	return i, nil
 }
 
@@ -256,6 +262,9 @@ func (i *Instance) RepoPath(repo string) string {
 
 // LogPath is the file that holds the output of Gitea's commands.
 func (i *Instance) LogPath() string { return i.logPath }
+
+// Requests is the number of requests the proxy has received so far, of every kind.
+func (i *Instance) Requests() int { return int(i.proxy.requests.Load()) }
 
 // Pushes is the number of receive-pack POSTs the proxy has passed on so far.
 func (i *Instance) Pushes() int { return int(i.proxy.pushes.Load()) }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/refretry/refretry/internal/harness/latency"
 )
 
 // holdLimit bounds how long HoldPushes keeps a POST waiting for the others.
@@ -18,6 +20,7 @@ const holdLimit = 2 * time.Minute
 type proxy struct {
 	srv         *http.Server
 	rp          *httputil.ReverseProxy
+	requests    atomic.Int64
 	pushes      atomic.Int64
 	uploadPacks atomic.Int64
 	closed      chan struct{}
@@ -32,7 +35,9 @@ type gate struct {
 	open          chan struct{}
 }
 
-func newProxy(ln net.Listener, target *url.URL, transport http.RoundTripper) *proxy {
+// newProxy serves ln, passing every request on to target through transport after
+// delay's way there, and its answer back after delay's way back.
+func newProxy(ln net.Listener, target *url.URL, transport http.RoundTripper, delay latency.Delay) *proxy {
 	p := &proxy{closed: make(chan struct{})}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -42,12 +47,13 @@ func newProxy(ln net.Listener, target *url.URL, transport http.RoundTripper) *pr
 		Transport:     transport,
 		FlushInterval: -1, // pass progress and sideband lines on at once
 	}
-	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: time.Minute}
+	p.srv = &http.Server{Handler: delay.Wrap(http.HandlerFunc(p.serve)), ReadHeaderTimeout: time.Minute}
 	go p.srv.Serve(ln)
 	return p
 }
 
 func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
+	p.requests.Add(1)
 	// The probe git sends before a large pack ("0000", Content-Length 4) is no push.
 	if r.Method == http.MethodPost && r.ContentLength != 4 {
 		switch {

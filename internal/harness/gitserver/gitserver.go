@@ -45,6 +45,9 @@
 //     reasons, and encode it again. An answer with nothing to fold, or one that is not a
 //     200, is sent exactly as git wrote it.
 //   - NoKeepAlive closes every connection after one request.
+//   - Latency puts a network's round trip in front of everything above
+//     (internal/harness/latency): half of it before a request is numbered, half before
+//     the first byte of its answer leaves. The zero value adds nothing.
 //   - Chunked request bodies (git sends them for POSTs over http.postBuffer) and every
 //     receive-pack POST body are read into memory before http-backend sees them, since
 //     CGI needs a length and a POST may be answered from its commands.
@@ -113,6 +116,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/refretry/refretry/internal/harness/latency"
 )
 
 // Options configures a Server. The zero value serves every request normally on a free
@@ -187,6 +192,10 @@ type Options struct {
 	// DownAfterDrop answers 503 to every receive-pack request (advertisement or POST)
 	// that arrives once a POST has been given a FaultDrop.
 	DownAfterDrop bool
+
+	// Latency delays every request by a round trip, as a forge across a network
+	// would: a benchmark's model of one (see internal/harness/latency).
+	Latency latency.Delay
 }
 
 // PushFault is what the server does with one receive-pack POST instead of answering
@@ -280,7 +289,7 @@ func Start(gitPath, root string, opts Options) (*Server, error) {
 	}
 	s.ts = &httptest.Server{
 		Listener: ln,
-		Config:   &http.Server{Handler: http.HandlerFunc(s.serve)},
+		Config:   &http.Server{Handler: opts.Latency.Wrap(http.HandlerFunc(s.serve))},
 	}
 	s.ts.Config.SetKeepAlivesEnabled(!opts.NoKeepAlive)
 	s.ts.Start()
