@@ -66,11 +66,12 @@ func waitGone(t *testing.T, pid int) {
 }
 
 // gitChild waits for refretry (pid) to run git and returns git's pid, or 0 if refretry
-// exited first.
+// exited first. A git that has exited and is not reaped yet (a zombie, which a
+// signal "reaches" without effect) is not taken: the next attempt's git is.
 func gitChild(cmd *exec.Cmd, exited <-chan struct{}) int {
 	for {
 		for _, k := range childPIDs(cmd.Process.Pid) {
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", k)); err == nil && strings.TrimSpace(string(b)) == "git" {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", k)); err == nil && strings.TrimSpace(string(b)) == "git" && alive(k) {
 				return k
 			}
 		}
@@ -327,7 +328,9 @@ func killBatch(t *testing.T, bc backendCase, victim string, sig syscall.Signal, 
 		// lock it needs (reftable needs only the held one).
 		before := lockFiles(r.GitDir)
 		waiting = contains(before, heldLock) && (bc.backend == "reftable" || len(before) == n)
-		killed = syscall.Kill(target, sig) == nil
+		// A git that ended since it was found is a zombie until refretry reaps it,
+		// and kill(2) succeeds on one: only a signal to a live process counts.
+		killed = (victim != "git" || alive(target)) && syscall.Kill(target, sig) == nil
 		for tries := 0; !killed && victim == "git" && tries < 5; tries++ {
 			// That git ended between the look and the signal (its own lock wait ran
 			// out, and refretry reaped it): the next attempt's git is the target.
@@ -337,7 +340,7 @@ func killBatch(t *testing.T, bc backendCase, victim string, sig syscall.Signal, 
 			target = gitPID
 			before = lockFiles(r.GitDir)
 			waiting = contains(before, heldLock) && (bc.backend == "reftable" || len(before) == n)
-			killed = syscall.Kill(target, sig) == nil
+			killed = alive(target) && syscall.Kill(target, sig) == nil
 		}
 	}
 	<-exited
