@@ -270,23 +270,31 @@ func TestGroupEnvironmentDiffers(t *testing.T) {
 	out.Lease.Release()
 }
 
+// queueForbidden queues three default invocations (refs prefix0..2) behind a held
+// line, each saying, when asked, that configuration forbids grouping; asked counts
+// the questions.
+func queueForbidden(t *testing.T, r *testutil.Repo, prefix string) (js []*joined, asked func() int) {
+	t.Helper()
+	rv := name(t, r)
+	var mu sync.Mutex
+	n := 0
+	for i := range 3 {
+		c := config(t, r, fmt.Sprintf("%s%d", prefix, i), r.Commit)
+		c.Default = true
+		c.Allowed = func() bool { mu.Lock(); n++; mu.Unlock(); return false }
+		js = append(js, startJoin(context.Background(), c))
+		waitQueued(t, rv, i+1)
+	}
+	return js, func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
 // TestGroupDefaultRespectsConfiguration: by default, a leader asks whether grouping is
 // allowed; when not, every member runs alone.
 func TestGroupDefaultRespectsConfiguration(t *testing.T) {
 	t.Parallel()
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
 	l := hold(t, r)
-	rv := name(t, r)
-	var asked sync.Mutex
-	askedN := 0
-	var js []*joined
-	for i := range 3 {
-		c := config(t, r, fmt.Sprintf("refs/heads/d/%d", i), r.Commit)
-		c.Default = true
-		c.Allowed = func() bool { asked.Lock(); askedN++; asked.Unlock(); return false }
-		js = append(js, startJoin(context.Background(), c))
-		waitQueued(t, rv, i+1)
-	}
+	js, asked := queueForbidden(t, r, "refs/heads/d/")
 	HandOver(l)
 	for i, j := range js {
 		out := j.wait(t)
@@ -297,7 +305,7 @@ func TestGroupDefaultRespectsConfiguration(t *testing.T) {
 			out.Lease.Release()
 		}
 	}
-	if askedN == 0 {
+	if asked() == 0 {
 		t.Error("nobody asked whether grouping is allowed")
 	}
 	if refs := r.Refs("refs/heads/d/"); len(refs) != 0 {
@@ -489,17 +497,7 @@ func TestGroupAsksAgainBesideItsCommit(t *testing.T) {
 	t.Parallel()
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
 	l := hold(t, r)
-	rv := name(t, r)
-	var asked sync.Mutex
-	askedN := 0
-	var js []*joined
-	for i := range 3 {
-		c := config(t, r, fmt.Sprintf("refs/heads/v/%d", i), r.Commit)
-		c.Default = true
-		c.Allowed = func() bool { asked.Lock(); askedN++; asked.Unlock(); return false }
-		js = append(js, startJoin(context.Background(), c))
-		waitQueued(t, rv, i+1)
-	}
+	js, asked := queueForbidden(t, r, "refs/heads/v/")
 	handOff(l, baton{vetted: time.Now().Add(-2 * revet), allowed: true})
 	applied := 0
 	for _, j := range js {
@@ -511,10 +509,8 @@ func TestGroupAsksAgainBesideItsCommit(t *testing.T) {
 			out.Lease.Release()
 		}
 	}
-	asked.Lock()
-	defer asked.Unlock()
-	if applied != 3 || askedN != 1 {
-		t.Errorf("%d of 3 applied by the group, configuration asked %d times; want all 3 on the predecessor's answer, asked once beside the commit", applied, askedN)
+	if n := asked(); applied != 3 || n != 1 {
+		t.Errorf("%d of 3 applied by the group, configuration asked %d times; want all 3 on the predecessor's answer, asked once beside the commit", applied, n)
 	}
 	if refs := r.Refs("refs/heads/v/"); len(refs) != 3 {
 		t.Errorf("refs written: %v; want 3", refs)
