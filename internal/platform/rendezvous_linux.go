@@ -5,6 +5,7 @@ package platform
 import (
 	"errors"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,11 +20,39 @@ import (
 
 // Listener is the listening end of a rendezvous point. It is kept as a bare
 // descriptor (an *os.File would put it in blocking mode when its Fd is taken).
-type Listener struct{ fd int }
+type Listener struct{ fd descriptor }
 
 // Conn is one connection to or from a rendezvous point. Messages keep their
 // boundaries and may carry open files.
-type Conn struct{ fd int }
+type Conn struct{ fd descriptor }
+
+// descriptor is a bare descriptor that is closed at most once. A second close of a
+// bare number would close whatever the process opened under that number since (a
+// listener, a test's directory), so after the first, the number reads as -1 and
+// every call on it fails with EBADF.
+type descriptor struct{ n atomic.Int64 }
+
+func newListener(fd int) *Listener {
+	l := &Listener{}
+	l.fd.n.Store(int64(fd))
+	return l
+}
+
+func newConn(fd int) *Conn {
+	c := &Conn{}
+	c.fd.n.Store(int64(fd))
+	return c
+}
+
+func (d *descriptor) get() int { return int(d.n.Load()) }
+
+func (d *descriptor) close() error {
+	fd := d.n.Swap(-1)
+	if fd < 0 {
+		return os.ErrClosed
+	}
+	return unix.Close(int(fd))
+}
 
 // RendezvousSupported reports whether this system has rendezvous points.
 const RendezvousSupported = true
@@ -51,26 +80,26 @@ func Listen(name string) (*Listener, error) {
 		unix.Close(fd)
 		return nil, os.NewSyscallError("listen", err)
 	}
-	return &Listener{fd: fd}, nil
+	return newListener(fd), nil
 }
 
 // ListenerFromFD takes over a listening socket received with [Conn.Recv].
-func ListenerFromFD(fd int) *Listener { return &Listener{fd: fd} }
+func ListenerFromFD(fd int) *Listener { return newListener(fd) }
 
 // FD is the listening socket, to hand over with [Conn.Send].
-func (l *Listener) FD() int { return l.fd }
+func (l *Listener) FD() int { return l.fd.get() }
 
 // Close closes this process's descriptor of the listening socket. Connections still
 // queued are reset once no process has it open.
-func (l *Listener) Close() error { return unix.Close(l.fd) }
+func (l *Listener) Close() error { return l.fd.close() }
 
 // Accept takes the next queued connection without waiting: nil when none is queued.
 func (l *Listener) Accept() (*Conn, error) {
 	for {
-		fd, _, err := unix.Accept4(l.fd, unix.SOCK_CLOEXEC)
+		fd, _, err := unix.Accept4(l.fd.get(), unix.SOCK_CLOEXEC)
 		switch {
 		case err == nil:
-			return &Conn{fd: fd}, nil
+			return newConn(fd), nil
 		case errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
 			continue
 		case errors.Is(err, unix.EAGAIN):
@@ -108,16 +137,16 @@ func Dial(name string) (*Conn, error) {
 		}
 		return nil, os.NewSyscallError("connect", err)
 	}
-	return &Conn{fd: fd}, nil
+	return newConn(fd), nil
 }
 
 // FD is the connection's descriptor, to hand over with [Conn.Send].
-func (c *Conn) FD() int { return c.fd }
+func (c *Conn) FD() int { return c.fd.get() }
 
 // PeerUID is the user id of the process that created the peer socket (for a dialled
 // connection, the one that listened first).
 func (c *Conn) PeerUID() (int, error) {
-	u, err := unix.GetsockoptUcred(c.fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	u, err := unix.GetsockoptUcred(c.fd.get(), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
 		return -1, os.NewSyscallError("getsockopt", err)
 	}
@@ -133,7 +162,7 @@ func (c *Conn) Send(msg []byte, fds ...int) error {
 		oob = unix.UnixRights(fds...)
 	}
 	for {
-		err := unix.Sendmsg(c.fd, msg, oob, nil, unix.MSG_NOSIGNAL)
+		err := unix.Sendmsg(c.fd.get(), msg, oob, nil, unix.MSG_NOSIGNAL)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -164,7 +193,7 @@ func (c *Conn) Recv(buf []byte, timeout time.Duration) (n int, fds []int, err er
 	oob := make([]byte, unix.CmsgSpace(maxFDs*4))
 	var oobn int
 	for {
-		n, oobn, _, _, err = unix.Recvmsg(c.fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err = unix.Recvmsg(c.fd.get(), buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
@@ -189,21 +218,21 @@ func (c *Conn) Recv(buf []byte, timeout time.Duration) (n int, fds []int, err er
 
 // wait waits until the connection has something to read (a message or its end).
 func (c *Conn) wait(timeout time.Duration) (bool, error) {
-	return pollIn(c.fd, timeout)
+	return pollIn(c.fd.get(), timeout)
 }
 
 // Ready reports without waiting whether a message (or the end) can be read.
 func (c *Conn) Ready() bool {
-	ok, _ := pollIn(c.fd, 0)
+	ok, _ := pollIn(c.fd.get(), 0)
 	return ok
 }
 
 // ShutdownRead stops the connection from receiving: the peer's later [Conn.Send]
 // fails, while messages already queued can still be read.
-func (c *Conn) ShutdownRead() error { return unix.Shutdown(c.fd, unix.SHUT_RD) }
+func (c *Conn) ShutdownRead() error { return unix.Shutdown(c.fd.get(), unix.SHUT_RD) }
 
 // Close closes the connection.
-func (c *Conn) Close() error { return unix.Close(c.fd) }
+func (c *Conn) Close() error { return c.fd.close() }
 
 func pollIn(fd int, timeout time.Duration) (bool, error) {
 	ms := -1
@@ -256,4 +285,4 @@ func WaitExited(h *os.File, timeout time.Duration) (bool, error) {
 }
 
 // ConnFromFD takes over a connection received with [Conn.Recv].
-func ConnFromFD(fd int) *Conn { return &Conn{fd: fd} }
+func ConnFromFD(fd int) *Conn { return newConn(fd) }

@@ -242,3 +242,46 @@ func TestDialFullQueue(t *testing.T) {
 	}
 	t.Errorf("%d connections queued at a listener with backlog 0", len(conns))
 }
+
+// TestCloseTwiceLeavesTheNumberAlone: closing a listener or a connection a second
+// time must not close what the process opened since under the same number.
+//
+// Not parallel: it puts a pipe at the number a close freed, which would take the
+// number from under anything another test opened meanwhile.
+func TestCloseTwiceLeavesTheNumberAlone(t *testing.T) {
+	name := testName(t)
+	l, err := Listen(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, e := range []struct {
+		what  string
+		fd    int
+		close func() error
+	}{{"listener", l.FD(), l.Close}, {"connection", c.FD(), c.Close}} {
+		if err := e.close(); err != nil {
+			t.Fatalf("%s: first close: %v", e.what, err)
+		}
+		// The number is free: the pipe's read end takes it, as the next open would.
+		if err := unix.Dup3(int(r.Fd()), e.fd, unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.close(); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("%s: second close: %v, want %v", e.what, err, os.ErrClosed)
+		}
+		if _, err := unix.FcntlInt(uintptr(e.fd), unix.F_GETFD, 0); err != nil {
+			t.Errorf("%s: the descriptor now at its old number %d was closed by its second close: %v", e.what, e.fd, err)
+		}
+		unix.Close(e.fd)
+	}
+}
