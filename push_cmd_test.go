@@ -387,6 +387,156 @@ func TestPushForgeRuleCLI(t *testing.T) {
 	}
 }
 
+// forgeRemote is a bare repository whose main is the client's first commit, served by
+// the test server; git runs git in it.
+type forgeRemote struct {
+	url string
+	srv *gitserver.Server
+	git func(args ...string) error
+}
+
+// serveForge makes the remote of r and serves it with the options opts returns, given
+// the bare repository's path and git.
+func serveForge(t *testing.T, r *testutil.Repo, opts func(bare string, git func(args ...string) error) gitserver.Options) forgeRemote {
+	t.Helper()
+	root := t.TempDir()
+	bare := filepath.Join(root, "r.git")
+	r.Run("init", "-q", "--bare", "-b", "main", bare)
+	r.Run("push", "-q", bare, r.Commit+":refs/heads/main")
+	git := func(args ...string) error {
+		cmd := exec.Command(r.Git.Path, append([]string{"--git-dir=" + bare}, args...)...)
+		cmd.Env = r.Env
+		return cmd.Run()
+	}
+	o := opts(bare, git)
+	o.ReceivePack = true
+	srv, err := gitserver.Start(r.Git.Path, root, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return forgeRemote{srv.URL("r.git"), srv, git}
+}
+
+// jsonLog runs refretry with args and --log-file, and returns the log.
+func jsonLog(t *testing.T, r *testutil.Repo, args ...string) (result, string) {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "log.jsonl")
+	got := pushRun(t, r, nil, "refretry", append([]string{"--log-file", log}, args...)...)
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, string(b)
+}
+
+// TestPushForgeMessagesCLI: GitHub's newer answers (transcribed; made by
+// internal/harness/gitserver's GitHub front end), through the binary, against git
+// push's own bytes:
+//   - a GitHub App's token refused a workflow change: one attempt, git's output, one
+//     refretry line saying why it was not retried, the JSON summary's advice;
+//   - GitHub's workflow check timing out on every attempt to create a ref: git's
+//     output of the last attempt, the give-up line and one refretry line naming the
+//     way round it, also the JSON summary's advice;
+//   - a lost race after GitHub's notice that the actor bypassed the branch's rules:
+//     git's bytes exactly, class behind, and with --rebase the push lands.
+func TestPushForgeMessagesCLI(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	t.Run("workflow permission", func(t *testing.T) {
+		t.Parallel()
+		r := testutil.NewRepo(t, g, "files")
+		rem := serveForge(t, r, func(string, func(...string) error) gitserver.Options {
+			return gitserver.Options{Refuse: []gitserver.Refusal{gitserver.GitHubAppWorkflow("refs/heads/main", ".github/workflows/ci.yml")}}
+		})
+		r.NewCommit("mine")
+		want := pushRun(t, r, nil, "git", "push", "--atomic", rem.url, "main")
+		got := pushRun(t, r, nil, "refretry", "push", "--rebase", rem.url, "main")
+		line := "refretry: the remote does not let these credentials create or change a workflow file, so refretry did not retry: " +
+			"push with a token that has the workflows permission (the workflow scope for a personal access token), " +
+			"or without the change under .github/workflows\n"
+		if got.code != 1 || want.code != 1 || got.stdout != want.stdout || got.stderr != want.stderr+line ||
+			!strings.Contains(want.stderr, "without `workflows` permission)") {
+			t.Errorf("refretry: %d\n%s\ngit: %d\n%s\nwant git's, then:\n%s", got.code, got.stderr, want.code, want.stderr, line)
+		}
+		_, log := jsonLog(t, r, "push", rem.url, "main")
+		if !strings.Contains(log, `"advice":"the remote does not let these credentials`) || strings.Count(log, `"attempt":`) != 1 ||
+			!strings.Contains(log, `"class":"declined"`) {
+			t.Errorf("JSON log:\n%s", log)
+		}
+	})
+	t.Run("workflow check timeout on a creation", func(t *testing.T) {
+		t.Parallel()
+		r := testutil.NewRepo(t, g, "files")
+		faults := map[int]gitserver.PushFault{}
+		for n := 1; n <= 7; n++ {
+			faults[n] = gitserver.PushFault{Kind: gitserver.FaultWorkflowTimeout}
+		}
+		rem := serveForge(t, r, func(string, func(...string) error) gitserver.Options {
+			return gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: faults}
+		})
+		r.NewCommit("mine")
+		budget := []string{"--max-attempts=3", "--initial-delay=10ms", "--max-delay=20ms"}
+		want := pushRun(t, r, nil, "git", "push", "--atomic", rem.url, "HEAD:refs/heads/new")
+		got := pushRun(t, r, nil, "refretry", append(budget, "push", rem.url, "HEAD:refs/heads/new")...)
+		advice := "GitHub's check for workflow changes timed out creating refs/heads/new, as it may on every new ref " +
+			"in a repository with many refs: push the commits to a ref that already exists first, " +
+			"or create the ref on its own (for example through GitHub's API), then push again"
+		lines := strings.Split(strings.TrimSuffix(got.stderr, "\n"), "\n")
+		if got.code != 1 || want.code != 1 || len(lines) < 3 || lines[len(lines)-1] != "refretry: "+advice ||
+			!strings.HasPrefix(lines[len(lines)-2], "refretry: gave up after 3 attempts in ") ||
+			!strings.HasSuffix(strings.Join(lines[:len(lines)-2], "\n")+"\n", want.stderr) ||
+			strings.Count(got.stderr, "refretry: attempt ") != 2 || !strings.Contains(want.stderr, "(Unable to determine if workflow") {
+			t.Errorf("refretry: %d\n%s\ngit: %d\n%s\nwant the retries' lines, git's, the give-up line, then:\n%s",
+				got.code, got.stderr, want.code, want.stderr, advice)
+		}
+		if n := rem.srv.ReceivePacks(); n != 4 {
+			t.Errorf("%d receive-pack POSTs, want 1 by git and 3 by refretry", n)
+		}
+		_, log := jsonLog(t, r, append(budget, "push", rem.url, "HEAD:refs/heads/new")...)
+		if !strings.Contains(log, `"advice":"GitHub's check for workflow changes timed out creating refs/heads/new`) ||
+			strings.Count(log, `"class":"unknown-outcome"`) < 3 {
+			t.Errorf("JSON log:\n%s", log)
+		}
+	})
+	t.Run("lost race after a bypass notice", func(t *testing.T) {
+		t.Parallel()
+		r := testutil.NewRepo(t, g, "files")
+		a := r.Commit
+		theirs := r.NewCommit("theirs")
+		r.Run("reset", "-q", "--hard", a)
+		mine := r.NewCommit("mine")
+		rem := serveForge(t, r, func(bare string, git func(...string) error) gitserver.Options {
+			r.Run("push", "-q", bare, theirs+":refs/ci/theirs")
+			return gitserver.Options{Forge: gitserver.ForgeGitHub, Bypass: []gitserver.Bypass{gitserver.GitHubBypass("refs/heads/main")},
+				// Another job's push lands between each push's advertisement and its
+				// update (it finds nothing to do once main has moved on from a).
+				BeforeReceivePack: func(int) { git("update-ref", "refs/heads/main", theirs, a) }}
+		})
+		reset := func() {
+			if err := rem.git("update-ref", "refs/heads/main", a, theirs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := pushRun(t, r, nil, "git", "push", "--atomic", rem.url, "main")
+		reset()
+		got := pushRun(t, r, nil, "refretry", "push", rem.url, "main")
+		if got.code != 1 || want.code != 1 || got.stdout != want.stdout || got.stderr != want.stderr ||
+			!strings.HasPrefix(want.stderr, "remote: Bypassed rule violations for refs/heads/main:") ||
+			!strings.Contains(want.stderr, "(cannot lock ref 'refs/heads/main': is at "+theirs+" but expected "+a+")") {
+			t.Errorf("refretry: %d\n%s\ngit: %d\n%s", got.code, got.stderr, want.code, want.stderr)
+		}
+		reset()
+		got, log := jsonLog(t, r, "push", "--rebase", rem.url, "main")
+		if got.code != 0 || !strings.Contains(log, `"class":"behind"`) {
+			t.Errorf("--rebase: exit %d\n%s\nJSON log:\n%s", got.code, got.stderr, log)
+		}
+		if err := rem.git("merge-base", "--is-ancestor", theirs, "refs/heads/main"); err != nil || rem.git("rev-parse", "--verify", "-q", "refs/heads/main^{/mine}") != nil {
+			t.Errorf("server main does not hold theirs and mine (%s): %v", mine, err)
+		}
+	})
+}
+
 // TestRefusedRemote: a push or fetch to an address nothing listens on (a wrong port)
 // ends after RefusedGrace of refused connections, not the whole budget: git's own
 // message and exit code, then one refretry line that names the URL and port as the

@@ -34,6 +34,17 @@ const (
 	// (a shallow clone's); a lost race only with the remote's "fatal: bad object
 	// refs/…" (evidence.refDeleted).
 	reasonMissingObjects = "missing necessary objects"
+	// GitHub's check of whether the push creates or changes a workflow file ran out of
+	// time (the reason goes on: "; `workflows` scope may be required."). It reads like
+	// a missing permission but is reported with tokens that hold it, and a re-run gets
+	// through; nothing was updated. On the creation of a ref in a repository with many
+	// refs it may time out every time (creationAdvice).
+	reasonWorkflowTimeout = "Unable to determine if workflow can be created or updated due to timeout"
+	// GitHub's refusal to let credentials without the workflows permission (a GitHub
+	// App's) or the workflow scope (a personal access token, an OAuth App) create or
+	// change a workflow file: "refusing to allow a GitHub App to create or update
+	// workflow `<path>` without `workflows` permission". Final.
+	reasonWorkflowRefused, reasonWorkflowRefusedFile = "refusing to allow a", " to create or update workflow `"
 	// summaryRemoteFailure marks refs whose result the server never reported
 	// ("remote failed to report status"): the connection broke after the pack was sent.
 	summaryRemoteFailure = "[remote failure]"
@@ -205,6 +216,12 @@ func localRefClass(reason string) failure.Class {
 // remoteRefClass classifies a ref the server refused, by its reason and by what the
 // server's remote: lines showed.
 func remoteRefClass(s RefStatus, ev evidence) (failure.Class, error) {
+	switch {
+	case strings.HasPrefix(s.Reason, reasonWorkflowTimeout):
+		return failure.Unknown, nil
+	case workflowRefused(s.Reason):
+		return failure.Declined, nil
+	}
 	switch s.Reason {
 	case reasonFailure:
 		if ev.commitRefs {
@@ -288,6 +305,12 @@ func forgeRefClass(s RefStatus, ref, inner string) (failure.Class, error) {
 	return failure.Rejected, nil
 }
 
+// workflowRefused reports whether reason is GitHub's refusal to let the push's
+// credentials create or change a workflow file.
+func workflowRefused(reason string) bool {
+	return strings.HasPrefix(reason, reasonWorkflowRefused) && strings.Contains(reason, reasonWorkflowRefusedFile)
+}
+
 // refReason is the reason of the ref that decided e's class.
 func refReason(e *failure.Error) string {
 	var r *RejectedError
@@ -333,6 +356,29 @@ func describe(s RefStatus) string {
 	return s.Summary + " " + to + " (" + s.Reason + ")"
 }
 
+// creationAdvice is refretry's line about refs GitHub's workflow check timed out on
+// while the remote did not have them (absent): the check may time out on every
+// creation of a ref in a repository with many refs, which no retry gets past. ""
+// when no ref was such a creation.
+func creationAdvice(refs []RefStatus, absent map[string]bool) string {
+	var created []string
+	for _, s := range refs {
+		if s.RemoteRejected() && s.From != "" && absent[s.To] && strings.HasPrefix(s.Reason, reasonWorkflowTimeout) {
+			created = append(created, s.To)
+		}
+	}
+	if len(created) == 0 {
+		return ""
+	}
+	what := created[0]
+	if len(created) > 1 {
+		what += fmt.Sprintf(" and %d more new refs", len(created)-1)
+	}
+	return "GitHub's check for workflow changes timed out creating " + what + ", as it may on every new ref " +
+		"in a repository with many refs: push the commits to a ref that already exists first, " +
+		"or create the ref on its own (for example through GitHub's API), then push again"
+}
+
 // transportFailure looks for a transport failure in git's own stderr lines; it
 // records in e how long the server asked to wait, when it said.
 func transportFailure(stderr []byte, e *failure.Error) *TransportError {
@@ -352,6 +398,10 @@ func advice(e *failure.Error) string {
 	switch {
 	case e.Class == failure.Declined && len(e.Policy) > 0:
 		return "the remote's rules refused the push, so refretry did not retry: " + strings.Join(e.Policy, " ")
+	case e.Class == failure.Declined && workflowRefused(refReason(e)):
+		return "the remote does not let these credentials create or change a workflow file, so refretry did not retry: " +
+			"push with a token that has the workflows permission (the workflow scope for a personal access token), " +
+			"or without the change under .github/workflows"
 	case e.Class == failure.Declined && strings.Contains(e.Message, "does not support --atomic push"):
 		return "the remote does not support atomic pushes; push with refretry push --no-atomic " +
 			"(each ref is then accepted or refused on its own)"

@@ -25,18 +25,28 @@ func (s *server) advance(ref, what string) string {
 // TestForgeLostRace: the branch moves between the advertisement and the update, and the
 // front end reports it as GitHub (the reason "cannot lock ref …: is at X but expected
 // Y", no remote: line) or GitLab ("incorrect old value provided", no remote: line)
-// does. With --rebase the job lands on the second attempt; without, it fails after one
-// attempt as git does, class behind.
+// does; for GitHub also after its notice to an actor who may bypass the branch's rules
+// (akuity/kargo#3071), which does not hide the race. With --rebase the job lands on the
+// second attempt; without, it fails after one attempt as git does, class behind.
 func TestForgeLostRace(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
-	for _, forge := range []gitserver.Forge{gitserver.ForgeGitHub, gitserver.ForgeGitLab} {
+	for _, front := range []struct {
+		name   string
+		forge  gitserver.Forge
+		bypass []gitserver.Bypass
+	}{
+		{"github", gitserver.ForgeGitHub, nil},
+		{"github-bypass", gitserver.ForgeGitHub, []gitserver.Bypass{gitserver.GitHubBypass("refs/heads/main")}},
+		{"gitlab", gitserver.ForgeGitLab, nil},
+	} {
+		forge := front.forge
 		for _, rebase := range []bool{true, false} {
-			t.Run(string(forge)+map[bool]string{true: "/rebase", false: "/plain"}[rebase], func(t *testing.T) {
+			t.Run(front.name+map[bool]string{true: "/rebase", false: "/plain"}[rebase], func(t *testing.T) {
 				t.Parallel()
 				s := newServer(t, cur, "files")
 				var theirs string
-				c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: forge,
+				c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: forge, Bypass: front.bypass,
 					BeforeReceivePack: func(n int) {
 						if n == 1 {
 							theirs = s.advance("refs/heads/main", "theirs")
@@ -53,6 +63,9 @@ func TestForgeLostRace(t *testing.T) {
 				}
 				if strings.Contains(r.stderr, "remote: error:") && !rebase {
 					t.Errorf("the front end sent a remote: error line:\n%s", r.stderr)
+				}
+				if notice := strings.Contains(r.stderr, "remote: Bypassed rule violations for refs/heads/main:"); notice != (front.bypass != nil) {
+					t.Errorf("bypass notice in git's output: %t, want %t\n%s", notice, front.bypass != nil, r.stderr)
 				}
 				if !rebase {
 					if r.code != 1 || !slices.Equal(r.classes(), []failure.Class{failure.Behind}) || s.ref("refs/heads/main") != theirs {
@@ -159,14 +172,17 @@ func TestForgeRace(t *testing.T) {
 	}
 }
 
-// TestForgeRules: GitHub's GH006 and GH013 and GitLab's protected branch end the push
-// after one attempt, exit 1, with git's output and the rule in refretry's advice.
+// TestForgeRules: GitHub's GH006 and GH013, GitLab's protected branch and GitHub's
+// refusal of a GitHub App's workflow change end the push after one attempt, even with
+// --rebase, exit 1, with git's output and refretry's advice: the rule, or why the
+// credentials were refused.
 func TestForgeRules(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
 	for name, refusal := range map[string]gitserver.Refusal{
 		"GH006": gitserver.GH006("refs/heads/main"), "GH013": gitserver.GH013("refs/heads/main"),
-		"GitLab": gitserver.GitLabProtected("refs/heads/main"),
+		"GitLab":       gitserver.GitLabProtected("refs/heads/main"),
+		"App workflow": gitserver.GitHubAppWorkflow("refs/heads/main", ".github/workflows/ci.yml"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -178,15 +194,98 @@ func TestForgeRules(t *testing.T) {
 			if r.code != 1 || !errors.As(r.err, &e) || e.Class != failure.Declined || len(r.attempts) != 1 || srv.ReceivePacks() != 1 {
 				t.Fatalf("exit %d, err %v, %d attempts, %d POSTs: want declined after one", r.code, r.err, len(r.attempts), srv.ReceivePacks())
 			}
-			last := strings.TrimPrefix(refusal.Lines[len(refusal.Lines)-1], "error: ")
-			if last == "" {
-				last = strings.TrimPrefix(refusal.Lines[len(refusal.Lines)-2], "error: ")
+			want := []string{"does not let these credentials create or change a workflow file, so refretry did not retry"}
+			if n := len(refusal.Lines); n > 0 {
+				last := strings.TrimPrefix(refusal.Lines[n-1], "error: ")
+				if last == "" {
+					last = strings.TrimPrefix(refusal.Lines[n-2], "error: ")
+				}
+				want = []string{last, "refused the push"}
 			}
-			if !strings.Contains(e.Advice, last) || !strings.Contains(e.Advice, "refused the push") {
-				t.Errorf("advice %q does not state the rule %q", e.Advice, last)
+			for _, w := range want {
+				if !strings.Contains(e.Advice, w) {
+					t.Errorf("advice %q does not say %q", e.Advice, w)
+				}
 			}
 			if !strings.Contains(r.stderr, "("+refusal.Reason+")") {
 				t.Errorf("git's output lost:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// TestForgeWorkflowTimeout: GitHub's check for workflow changes runs out of time and
+// rejects every ref of the push (transcribed, internal/harness/gitserver). The remote
+// is checked first: a push already applied ends there, one POST; one that was not is
+// pushed again after the backoff and lands. When the check keeps timing out, the run
+// ends with the budget, and refretry's line names the way round it only when the
+// push was creating the ref.
+func TestForgeWorkflowTimeout(t *testing.T) {
+	t.Parallel()
+	cur := testutil.NewGit(t)
+	timeout := func(posts ...int) map[int]gitserver.PushFault {
+		m := map[int]gitserver.PushFault{}
+		for _, n := range posts {
+			m[n] = gitserver.PushFault{Kind: gitserver.FaultWorkflowTimeout}
+		}
+		return m
+	}
+	t.Run("retried", func(t *testing.T) {
+		t.Parallel()
+		s := newServer(t, cur, "files")
+		c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1)})
+		head := c.commit("b", "b")
+		r := c.push(smallPolicy(5), nil, "origin", "main")
+		if r.code != 0 || !slices.Equal(r.classes(), []failure.Class{failure.Unknown, "ok"}) || srv.ReceivePacks() != 2 {
+			t.Fatalf("exit %d, attempts %v, %d POSTs: want unknown-outcome, then ok, 2 POSTs\n%s", r.code, r.classes(), srv.ReceivePacks(), r.stderr)
+		}
+		if s.ref("refs/heads/main") != head || strings.Contains(r.stderr, "Unable to determine") {
+			t.Errorf("server main %s, want %s; the retried attempt's output shown:\n%s", s.ref("refs/heads/main"), head, r.stderr)
+		}
+	})
+	t.Run("applied", func(t *testing.T) {
+		t.Parallel()
+		s := newServer(t, cur, "files")
+		c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
+			PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultWorkflowTimeout, Apply: true}}})
+		head := c.commit("b", "b")
+		r := c.push(smallPolicy(5), nil, "origin", "main")
+		if r.code != 0 || srv.ReceivePacks() != 1 || s.ref("refs/heads/main") != head {
+			t.Fatalf("exit %d after %d POSTs, want 0 after 1\n%s", r.code, srv.ReceivePacks(), r.stderr)
+		}
+		if !slices.ContainsFunc(r.notes, func(n string) bool { return strings.Contains(n, "already holds every pushed value") }) {
+			t.Errorf("no verification note: %q", r.notes)
+		}
+	})
+	for _, tc := range []struct {
+		name, dst string
+		advice    bool
+	}{{"persists on a creation", "refs/heads/new", true}, {"persists on an update", "refs/heads/main", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, cur, "files")
+			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1, 2, 3)})
+			c.commit("b", "b")
+			before := s.ref(tc.dst)
+			r := c.push(smallPolicy(3), nil, "origin", "HEAD:"+tc.dst)
+			want := []failure.Class{failure.Unknown, failure.Unknown, failure.Unknown}
+			var e *failure.Error
+			if r.code != 1 || !slices.Equal(r.classes(), want) || srv.ReceivePacks() != 3 || !errors.As(r.err, &e) {
+				t.Fatalf("exit %d, err %v, attempts %v, %d POSTs: want 3 unknown-outcome attempts, exit 1\n%s",
+					r.code, r.err, r.classes(), srv.ReceivePacks(), r.stderr)
+			}
+			if s.ref(tc.dst) != before {
+				t.Errorf("server %s moved", tc.dst)
+			}
+			if !strings.Contains(r.stderr, "(Unable to determine if workflow can be created or updated due to timeout") {
+				t.Errorf("git's output lost:\n%s", r.stderr)
+			}
+			wantAdvice := ""
+			if tc.advice {
+				wantAdvice = "GitHub's check for workflow changes timed out creating refs/heads/new, as it may on every new ref"
+			}
+			if !strings.HasPrefix(e.Advice, wantAdvice) || (wantAdvice == "") != (e.Advice == "") {
+				t.Errorf("Advice %q, want %q…", e.Advice, wantAdvice)
 			}
 		})
 	}

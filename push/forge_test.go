@@ -17,6 +17,15 @@ const (
 	ghURL = "https://github.com/o/r"
 )
 
+// workflowTimeout is GitHub's reason when its check for workflow changes timed out.
+const workflowTimeout = "Unable to determine if workflow can be created or updated due to timeout; `workflows` scope may be required."
+
+// bypassNotice is what GitHub prints before the answer to an actor who may bypass
+// the rule that main changes through pull requests (akuity/kargo#3071,
+// kernelkit/infix#1610: an empty remote: line around the rule).
+var bypassNotice = "remote: Bypassed rule violations for refs/heads/main:" + pad + "\n" + "remote: \n" +
+	"remote: - Changes must be made through a pull request." + pad + "\n" + "remote: \n"
+
 func ghPorcelain(lines ...string) string {
 	return "To " + ghURL + "\n" + strings.Join(lines, "\n") + "\nDone\n"
 }
@@ -30,6 +39,7 @@ func TestClassifyForges(t *testing.T) {
 		want           failure.Class
 		wantMoved      *failure.Moved
 		wantPolicy     []string
+		wantAdvice     string // a part of refretry's line; "" for no line
 	}{
 		{
 			// lionagi#1395, deepagents#3042, argo-cd#27835: no remote: error line.
@@ -122,6 +132,66 @@ func TestClassifyForges(t *testing.T) {
 				"- Changes must be made through a pull request."},
 		},
 		{
+			// https://github.com/cli/cli/issues/13635 (a GitHub App token that holds
+			// workflows: write; a re-run succeeded) and
+			// https://github.com/aptos-labs/aptos-core/pull/17930 (a new branch, pushed
+			// with --force-with-lease): no remote: line.
+			name:   "GitHub workflow check timed out",
+			stdout: ghPorcelain("!\trefs/heads/update-version:refs/heads/update-version\t[remote rejected] (" + workflowTimeout + ")"),
+			stderr: ghFailed, want: failure.Unknown,
+		},
+		{
+			// https://github.com/stablyai/orca/pull/19550: every push of a new tag, in a
+			// repository of 26,253 refs.
+			name:   "GitHub workflow check timed out on a new tag",
+			stdout: ghPorcelain("!\trefs/tags/v1.4.198:refs/tags/v1.4.198\t[remote rejected] (" + workflowTimeout + ")"),
+			stderr: ghFailed, want: failure.Unknown,
+		},
+		{
+			// https://github.com/tenstorrent/tt-metal/issues/32354 prints it without the
+			// backticks.
+			name: "GitHub workflow check timed out, without backticks",
+			stdout: ghPorcelain("!\trefs/heads/mirror/x:refs/heads/mirror/x\t[remote rejected] (Unable to determine if workflow can be " +
+				"created or updated due to timeout; workflows scope may be required.)"),
+			stderr: ghFailed, want: failure.Unknown,
+		},
+		{
+			// https://github.com/repo-sync/github-sync/issues/23,
+			// https://github.com/cpp-linter/cpp-linter-action/issues/318: no remote: line.
+			name: "GitHub App without the workflows permission",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (refusing to allow a GitHub App to create or " +
+				"update workflow `.github/workflows/dlc.yml` without `workflows` permission)"),
+			stderr: ghFailed, want: failure.Declined, wantAdvice: "create or change a workflow file, so refretry did not retry",
+		},
+		{
+			// https://github.com/desktop/desktop/issues/17409 (after a remote:
+			// Resolving deltas line), https://github.com/cli/cli/issues/5355.
+			name: "personal access token without the workflow scope",
+			stdout: ghPorcelain("!\trefs/heads/master:refs/heads/master\t[remote rejected] (refusing to allow a Personal Access Token " +
+				"to create or update workflow `.github/workflows/gh-pages.yml` without `workflow` scope)"),
+			stderr:     "remote: Resolving deltas: 100% (11/11), completed with 6 local objects." + pad + "\n" + ghFailed,
+			want:       failure.Declined,
+			wantAdvice: "create or change a workflow file, so refretry did not retry",
+		},
+		{
+			// https://github.com/akuity/kargo/issues/3071: an actor who may bypass the
+			// rules loses a race; the notice comes first, the reason is the lost
+			// compare-and-swap.
+			name:   "GitHub lost compare-and-swap after a bypass notice",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (cannot lock ref 'refs/heads/main': is at " + oidX + " but expected " + oidY + ")"),
+			stderr: bypassNotice + ghFailed, want: failure.Behind,
+			wantMoved: &failure.Moved{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
+		},
+		{
+			// Composed, not transcribed: the same notice before git's own receive-pack
+			// words for a lost race (as Gitea's, below): its list item is not a rule
+			// that refused anything.
+			name:   "git's lost race after a bypass notice",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (failed to update ref)"),
+			stderr: bypassNotice + "remote: error: cannot lock ref 'refs/heads/main': is at " + oidX + " but expected " + oidY + pad + "\n" + ghFailed,
+			want:   failure.Behind, wantMoved: &failure.Moved{Ref: "refs/heads/main", Actual: oidX, Expected: oidY},
+		},
+		{
 			// akuity/kargo#5286: Gitaly's compare-and-swap failed, no remote: line.
 			name:   "GitLab lost compare-and-swap",
 			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (incorrect old value provided)"),
@@ -184,8 +254,49 @@ func TestClassifyForges(t *testing.T) {
 			if len(tc.wantPolicy) > 0 && !strings.Contains(e.Advice, tc.wantPolicy[len(tc.wantPolicy)-1]) {
 				t.Errorf("Advice %q does not state the rule", e.Advice)
 			}
+			if tc.wantAdvice != "" && !strings.Contains(e.Advice, tc.wantAdvice) || len(tc.wantPolicy) == 0 && tc.wantAdvice == "" && e.Advice != "" {
+				t.Errorf("Advice %q, want one with %q", e.Advice, tc.wantAdvice)
+			}
 			if got, want := e.Class.Retryable(), tc.want == failure.Race || tc.want == failure.Unknown || tc.want == failure.LockContention; got != want {
 				t.Errorf("Retryable() = %v", got)
+			}
+		})
+	}
+}
+
+// TestCreationAdvice: refretry's line about GitHub's workflow check names the refs it
+// timed out on that the remote did not have, and only those.
+func TestCreationAdvice(t *testing.T) {
+	t.Parallel()
+	timedOut := func(to string) RefStatus {
+		return RefStatus{Flag: '!', From: "HEAD", To: to, Summary: "[remote rejected]", Reason: workflowTimeout}
+	}
+	tests := []struct {
+		name   string
+		refs   []RefStatus
+		absent map[string]bool
+		want   string
+	}{
+		{"a new branch", []RefStatus{timedOut("refs/heads/new")}, map[string]bool{"refs/heads/new": true},
+			"timed out creating refs/heads/new, as it may on every new ref"},
+		{"two new refs", []RefStatus{timedOut("refs/tags/v1"), timedOut("refs/tags/v2")},
+			map[string]bool{"refs/tags/v1": true, "refs/tags/v2": true}, "creating refs/tags/v1 and 1 more new refs,"},
+		{"an update", []RefStatus{timedOut("refs/heads/main")}, map[string]bool{}, ""},
+		{"the remote not asked", []RefStatus{timedOut("refs/heads/new")}, nil, ""},
+		{"another reason", []RefStatus{{Flag: '!', From: "HEAD", To: "refs/heads/new", Summary: "[remote rejected]", Reason: "failure"}},
+			map[string]bool{"refs/heads/new": true}, ""},
+		{"a deletion", []RefStatus{{Flag: '!', To: "refs/heads/old", Summary: "[remote rejected]", Reason: workflowTimeout}},
+			map[string]bool{"refs/heads/old": true}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := creationAdvice(tc.refs, tc.absent)
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("creationAdvice = %q, want one with %q", got, tc.want)
+			}
+			if got != "" && !strings.Contains(got, "push the commits to a ref that already exists first") {
+				t.Errorf("creationAdvice = %q names no way round it", got)
 			}
 		})
 	}

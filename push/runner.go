@@ -186,8 +186,13 @@ func (r *pushRun) Cure(ctx context.Context, a *engine.Attempt, f *failure.Error)
 		if len(r.verdict.report.Refs) == 0 && len(r.named) == 0 {
 			r.named = r.planFromArgs(ctx, r.args)
 		}
-		if len(r.named) > 0 && r.verify(ctx, r.env, r.args, r.url, r.named) {
-			return r.proved(a), nil
+		if len(r.named) > 0 {
+			held, absent := r.check(ctx, r.env, r.args, r.url, r.named)
+			if held {
+				return r.proved(a), nil
+			}
+			// Said only if the run ends on this failure.
+			f.Advice = creationAdvice(r.verdict.report.Refs, absent)
 		}
 		return engine.Stop, nil
 	case (r.unsure || f.Moved != nil) && !f.Class.Retryable() && len(r.verdict.report.Refs) > 0 &&

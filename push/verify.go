@@ -9,24 +9,31 @@ import (
 // destination at the object its source names now, and each deleted ref absent. It
 // asks the remote with git ls-remote; any failure to find out reads as "no".
 func (p *Runner) verify(ctx context.Context, env []string, args Args, url string, refs []RefStatus) bool {
+	held, _ := p.check(ctx, env, args, url, refs)
+	return held
+}
+
+// check is verify, and also returns the destinations the remote does not have at
+// all (nil when it could not be asked).
+func (p *Runner) check(ctx context.Context, env []string, args Args, url string, refs []RefStatus) (held bool, absent map[string]bool) {
 	remote := args.Remote
 	if remote == "" {
 		remote = url
 	}
 	if remote == "" || len(refs) == 0 {
-		return false
+		return false, nil
 	}
 	want := map[string]string{}
 	names := []string{"ls-remote", remote}
 	for _, s := range refs {
 		if s.To == "" || !strings.HasPrefix(s.To, "refs/") {
-			return false
+			return false, nil
 		}
 		oid := ""
 		if s.From != "" {
 			out, err := p.command(ctx, env, "rev-parse", "--verify", "-q", s.From).Output()
 			if err != nil {
-				return false
+				return false, nil
 			}
 			oid = strings.TrimSpace(string(out))
 		}
@@ -35,7 +42,7 @@ func (p *Runner) verify(ctx context.Context, env []string, args Args, url string
 	}
 	out, err := p.command(ctx, env, names...).Output()
 	if err != nil {
-		return false
+		return false, nil
 	}
 	have := map[string]string{}
 	for _, line := range strings.Split(string(out), "\n") {
@@ -43,10 +50,12 @@ func (p *Runner) verify(ctx context.Context, env []string, args Args, url string
 			have[name] = oid
 		}
 	}
+	held, absent = true, map[string]bool{}
 	for ref, oid := range want {
-		if have[ref] != oid {
-			return false
+		held = held && have[ref] == oid
+		if have[ref] == "" {
+			absent[ref] = true
 		}
 	}
-	return true
+	return held, absent
 }

@@ -44,6 +44,9 @@ func TestRefusalsTranscribed(t *testing.T) {
 		{"GitLab protected branch", gitserver.GitLabProtected("refs/heads/main"), "pre-receive hook declined", func(string) []string {
 			return []string{"GitLab: You are not allowed to push code to protected branches on this project."}
 		}},
+		{"GitHub App workflow", gitserver.GitHubAppWorkflow("refs/heads/main", ".github/workflows/ci.yml"),
+			"refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission",
+			func(string) []string { return nil }},
 	}
 	old, cur := testutil.SystemGit(t), testutil.NewGit(t)
 	for _, cb := range []combo{{cur, cur, "files"}, {old, cur, "files"}} {
@@ -78,12 +81,15 @@ func TestRefusalsTranscribed(t *testing.T) {
 func TestGitHubTranscribedRefPhaseFailures(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name         string
-		kind         gitserver.FaultKind
-		line, reason string
+		name   string
+		kind   gitserver.FaultKind
+		lines  []string
+		reason string
 	}{
-		{"commit_refs", gitserver.FaultCommitRefs, "fatal error in commit_refs", "failure"},
-		{"Internal Server Error", gitserver.FaultServerError, "Internal Server Error", "Internal Server Error"},
+		{"commit_refs", gitserver.FaultCommitRefs, []string{"fatal error in commit_refs"}, "failure"},
+		{"Internal Server Error", gitserver.FaultServerError, []string{"Internal Server Error"}, "Internal Server Error"},
+		{"workflow check timeout", gitserver.FaultWorkflowTimeout, nil,
+			"Unable to determine if workflow can be created or updated due to timeout; `workflows` scope may be required."},
 	}
 	for _, cb := range combos(t) {
 		for _, tc := range cases {
@@ -101,7 +107,7 @@ func TestGitHubTranscribedRefPhaseFailures(t *testing.T) {
 						"!\trefs/heads/main:refs/heads/main\t[remote rejected] (" + tc.reason + ")\n" +
 						"!\trefs/heads/main:refs/heads/side\t[remote rejected] (" + tc.reason + ")\n" +
 						"Done\n"
-					wantErr := remoteLines(tc.line) + failedTo(url)
+					wantErr := remoteLines(tc.lines...) + failedTo(url)
 					if p.code != 1 || p.stdout != wantOut || p.stderr != wantErr {
 						t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", p.code, p.stdout, wantOut, p.stderr, wantErr)
 					}
@@ -119,6 +125,54 @@ func TestGitHubTranscribedRefPhaseFailures(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGitHubTranscribedBypass: a push that names a ref whose rules the actor may
+// bypass gets GitHub's notice before the rest of the answer: before a lost race folded
+// as GitHub folds it, before git's own success, and before a fault's answer; a push
+// that names no such ref gets none.
+func TestGitHubTranscribedBypass(t *testing.T) {
+	t.Parallel()
+	notice := remoteLines("Bypassed rule violations for refs/heads/main:", "", "- Changes must be made through a pull request.", "")
+	race := lockRaces[0]
+	for _, cb := range combos(t) {
+		t.Run(cb.name()+"/lost race", func(t *testing.T) {
+			t.Parallel()
+			r := newRaced(t, cb, gitserver.Options{Forge: gitserver.ForgeGitHub,
+				Bypass: []gitserver.Bypass{gitserver.GitHubBypass("refs/heads/main")}}, race.move)
+			url := r.srv.URL("r.git")
+			p := r.w.push("--porcelain", "origin", "main")
+			if want := porcelain(url, "refs/heads/main", "cannot lock ref 'refs/heads/main': "+race.detail(r)); p.code != 1 || p.stdout != want {
+				t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", p.code, p.stdout, want)
+			}
+			if want := notice + failedTo(url); p.stderr != want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", p.stderr, want)
+			}
+		})
+	}
+	cur := testutil.NewGit(t)
+	cb := combo{cur, cur, "files"}
+	t.Run("success", func(t *testing.T) {
+		t.Parallel()
+		r := newRaced(t, cb, gitserver.Options{Bypass: []gitserver.Bypass{gitserver.GitHubBypass("refs/heads/main")}}, nil)
+		p := r.w.push("--porcelain", "origin", "main", "main:refs/heads/side")
+		if p.code != 0 || p.stderr != notice || r.rem.ref("refs/heads/main") != r.c {
+			t.Errorf("exit %d, server main %s (want %s), stderr:\n%s\nwant:\n%s", p.code, r.rem.ref("refs/heads/main"), r.c, p.stderr, notice)
+		}
+		if p := r.w.push("--porcelain", "origin", "main:refs/heads/other2"); p.code != 0 || p.stderr != "" {
+			t.Errorf("a push that names no bypassed ref: exit %d, stderr:\n%s", p.code, p.stderr)
+		}
+	})
+	t.Run("fault", func(t *testing.T) {
+		t.Parallel()
+		r := newRaced(t, cb, gitserver.Options{Bypass: []gitserver.Bypass{gitserver.GitHubBypass("refs/heads/main")},
+			PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultCommitRefs}}}, nil)
+		url := r.srv.URL("r.git")
+		p := r.w.push("--porcelain", "origin", "main")
+		if want := notice + remoteLines("fatal error in commit_refs") + failedTo(url); p.code != 1 || p.stderr != want {
+			t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", p.code, p.stderr, want)
+		}
+	})
 }
 
 // TestDrop: the connection of a receive-pack POST closes unanswered, after the push

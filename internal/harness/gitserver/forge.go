@@ -216,12 +216,7 @@ func synthesize(q request, lines []string, reasons map[string]string, other stri
 	if band == 0 {
 		return report
 	}
-	var out []byte
-	for _, l := range lines {
-		out = appendBand(out, bandMessage, []byte(l+"\n"), band)
-	}
-	out = appendBand(out, bandData, report, band)
-	return appendSpecial(out, 0)
+	return announce(q, lines, appendSpecial(appendBand(nil, bandData, report, band), 0))
 }
 
 // Refusal is a forge policy that refuses every update of one ref, the way a protected
@@ -275,6 +270,70 @@ func GitLabProtected(ref string) Refusal {
 	}}
 }
 
+// GitHubAppWorkflow is GitHub's refusal of a push that creates or changes the
+// workflow file path (under .github/workflows) with a GitHub App's token that lacks
+// the workflows permission (transcribed from
+// https://github.com/repo-sync/github-sync/issues/23,
+// https://github.com/peter-evans/create-pull-request/issues/1234 and
+// https://github.com/cpp-linter/cpp-linter-action/issues/318): no remote line, the
+// reason names the file.
+func GitHubAppWorkflow(ref, path string) Refusal {
+	return Refusal{Ref: ref, Reason: "refusing to allow a GitHub App to create or update workflow `" + path +
+		"` without `workflows` permission"}
+}
+
+// Bypass is a forge rule that the pushing actor may bypass: a push that names Ref is
+// answered as it would be without the rule (applied, refused, faulted or rewritten as
+// the other options say), and the answer starts with Lines as remote messages.
+type Bypass struct {
+	Ref   string
+	Lines []string
+}
+
+// GitHubBypass is what GitHub prints to an actor on the bypass list of a rule that
+// changes to ref must come through a pull request (transcribed from
+// https://github.com/akuity/kargo/issues/3071, where a lost compare-and-swap follows,
+// and https://github.com/kernelkit/infix/issues/1610): the ref, then the rule as a list
+// item between empty lines.
+func GitHubBypass(ref string) Bypass {
+	return Bypass{Ref: ref, Lines: []string{
+		"Bypassed rule violations for " + ref + ":",
+		"",
+		"- Changes must be made through a pull request.",
+		"",
+	}}
+}
+
+// bypassed is the messages of the bypasses that apply to q's commands, each once, in
+// the order of the commands.
+func bypassed(bypasses []Bypass, q request) []string {
+	var lines []string
+	done := map[string]bool{}
+	for _, c := range q.commands {
+		for _, b := range bypasses {
+			if b.Ref == c.ref && !done[c.ref] {
+				done[c.ref] = true
+				lines = append(lines, b.Lines...)
+			}
+		}
+	}
+	return lines
+}
+
+// announce puts lines before answer (an answer to q) as remote messages, on the side
+// band q asked for; without one they are lost, as git's would be.
+func announce(q request, lines []string, answer []byte) []byte {
+	band := q.sideband()
+	if band == 0 || len(lines) == 0 {
+		return answer
+	}
+	var out []byte
+	for _, l := range lines {
+		out = appendBand(out, bandMessage, []byte(l+"\n"), band)
+	}
+	return append(out, answer...)
+}
+
 // refuse is the answer of the first refusal among q's commands, nil when none
 // applies. repoURL replaces "{repo}" in the lines.
 func refuse(refusals []Refusal, q request, repoURL string) []byte {
@@ -303,8 +362,10 @@ func refuse(refusals []Refusal, q request, repoURL string) []byte {
 
 // Transcribed texts of GitHub's failures in the ref phase.
 const (
-	commitRefsLine    = "fatal error in commit_refs"
-	commitRefsReason  = "failure"
-	serverErrorLine   = "Internal Server Error"
-	serverErrorReason = "Internal Server Error"
+	commitRefsLine        = "fatal error in commit_refs"
+	commitRefsReason      = "failure"
+	serverErrorLine       = "Internal Server Error"
+	serverErrorReason     = "Internal Server Error"
+	workflowTimeoutReason = "Unable to determine if workflow can be created or updated due to timeout; " +
+		"`workflows` scope may be required."
 )

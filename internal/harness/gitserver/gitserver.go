@@ -33,17 +33,22 @@
 //     and then the first of these answers it: a Refusal that names one of its refs
 //     (nothing is applied); PushFaults[p] (the real receive-pack runs first when Apply
 //     is set); otherwise http-backend, whose answer Options.Forge rewrites.
-//   - Answers made here (refusals, FaultCommitRefs, FaultServerError) are 200 with
-//     http-backend's headers, and honour what the client asked for in its first command:
-//     side-band-64k or side-band for the messages (without one, messages are lost, as
-//     git's are), report-status or report-status-v2 for the per-ref report ("unpack ok",
-//     then "ng <ref> <reason>" for every command of the push).
+//   - Answers made here (refusals, FaultCommitRefs, FaultServerError,
+//     FaultWorkflowTimeout) are 200 with http-backend's headers, and honour what the
+//     client asked for in its first command: side-band-64k or side-band for the
+//     messages (without one, messages are lost, as git's are), report-status or
+//     report-status-v2 for the per-ref report ("unpack ok", then "ng <ref> <reason>"
+//     for every command of the push).
 //   - ForgeGit (the zero value) streams http-backend's answer untouched: the client
 //     sees git's own bytes. ForgeGitHub and ForgeGitLab read the answer whole, decode
 //     its side band (keep-alives, messages split across packets and a report split
 //     across packets included), fold the messages listed below into the rejected refs'
 //     reasons, and encode it again. An answer with nothing to fold, or one that is not a
 //     200, is sent exactly as git wrote it.
+//   - A Bypass whose ref a POST names puts its lines before the answer to that POST,
+//     whatever made it (git, a forge's rewrite, a refusal or a fault; not a dropped
+//     connection), on the client's side band; with a Bypass, git's answer is read
+//     whole, as for a forge.
 //   - NoKeepAlive closes every connection after one request.
 //   - Latency puts a network's round trip in front of everything above
 //     (internal/harness/latency): half of it before a request is numbered, half before
@@ -90,6 +95,23 @@
 //     found for <ref>.", "Review all repository rules at <repo>/rules?ref=<ref, escaped>",
 //     "", "- Changes must be made through a pull request.", "", reason "push declined
 //     due to repository rule violations". Transcribed from henne49/dbus-opendtu#235.
+//   - GitHub, its check of whether a push creates or changes a workflow file running
+//     out of time (FaultWorkflowTimeout): no message, and every ref `[remote rejected]
+//     (Unable to determine if workflow can be created or updated due to timeout;
+//     `workflows` scope may be required.)`; nothing is updated. Seen with tokens that
+//     hold the permission, gone on a re-run (cli/cli#13635, aptos-labs/aptos-core#17930),
+//     and on every creation of a ref in a repository of 26,000 refs
+//     (stablyai/orca#19550) — transcribed.
+//   - GitHub, a GitHub App's token without the workflows permission pushing a change
+//     to a workflow file (GitHubAppWorkflow): no message, reason `refusing to allow a
+//     GitHub App to create or update workflow `<path>` without `workflows`
+//     permission`. Transcribed from repo-sync/github-sync#23,
+//     peter-evans/create-pull-request#1234 and cpp-linter/cpp-linter-action#318.
+//   - GitHub, a push by an actor who may bypass a rule (GitHubBypass): "Bypassed rule
+//     violations for <ref>:", "", "- Changes must be made through a pull request.", ""
+//     before the rest of the answer, which is what it would be without the rule: a
+//     lost race still ends in `(cannot lock ref '<ref>': is at <X> but expected <Y>)`.
+//     Transcribed from akuity/kargo#3071 and kernelkit/infix#1610.
 //   - GitLab, a compare-and-swap lost in Gitaly after a successful advertisement
 //     (ForgeGitLab): a rejected ref whose message is "cannot lock ref '<ref>': is at <X>
 //     but expected <Y>" gets the reason "incorrect old value provided" and no remote:
@@ -186,8 +208,14 @@ type Options struct {
 	// PushFaults replaces the answer to the nth receive-pack POST with PushFaults[n].
 	PushFaults map[int]PushFault
 
-	// Refuse lists the refs a forge policy refuses (GH006, GH013, GitLabProtected).
+	// Refuse lists the refs a forge policy refuses (GH006, GH013, GitLabProtected,
+	// GitHubAppWorkflow).
 	Refuse []Refusal
+
+	// Bypass lists the rules the pushing actor bypasses (GitHubBypass): every answer
+	// to a receive-pack POST that names one of their refs, other than a dropped
+	// connection, starts with their lines.
+	Bypass []Bypass
 
 	// DownAfterDrop answers 503 to every receive-pack request (advertisement or POST)
 	// that arrives once a POST has been given a FaultDrop.
@@ -221,6 +249,11 @@ const (
 	// FaultServerError is GitHub's 5xx in the ref phase (transcribed): the message
 	// "Internal Server Error" and every ref rejected with "Internal Server Error".
 	FaultServerError
+	// FaultWorkflowTimeout is GitHub's check of whether the push creates or changes a
+	// workflow file running out of time (transcribed): no message, and every ref
+	// rejected with "Unable to determine if workflow can be created or updated due to
+	// timeout; `workflows` scope may be required."
+	FaultWorkflowTimeout
 )
 
 // Server is a running smart-HTTP git server. Its methods are safe for concurrent use.
@@ -245,7 +278,7 @@ func Start(gitPath, root string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("gitserver: unknown forge %q", opts.Forge)
 	}
 	for n, f := range opts.PushFaults {
-		if n < 1 || f.Kind < FaultDrop || f.Kind > FaultServerError {
+		if n < 1 || f.Kind < FaultDrop || f.Kind > FaultWorkflowTimeout {
 			return nil, fmt.Errorf("gitserver: push fault %d: %+v", n, f)
 		}
 	}
@@ -395,7 +428,7 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, h *cgi.Hand
 		o.BeforeReceivePack(post)
 	}
 	fault, faulted := o.PushFaults[post]
-	if o.Forge == ForgeGit && !faulted && len(o.Refuse) == 0 {
+	if o.Forge == ForgeGit && !faulted && len(o.Refuse) == 0 && len(o.Bypass) == 0 {
 		h.ServeHTTP(w, r) // git's own answer, streamed as it comes
 		return
 	}
@@ -405,10 +438,11 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, h *cgi.Hand
 		h.ServeHTTP(w, r)
 		return
 	}
+	notice := bypassed(o.Bypass, q)
 	if len(o.Refuse) > 0 {
 		repo := s.ts.URL + strings.TrimSuffix(strings.TrimSuffix(r.URL.Path, "/git-receive-pack"), ".git")
 		if answer := refuse(o.Refuse, q, repo); answer != nil {
-			writeResult(w, answer)
+			writeResult(w, announce(q, notice, answer))
 			return
 		}
 	}
@@ -423,9 +457,11 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, h *cgi.Hand
 		case FaultDrop:
 			hangUp(w)
 		case FaultCommitRefs:
-			writeResult(w, synthesize(q, []string{commitRefsLine}, nil, commitRefsReason))
+			writeResult(w, announce(q, notice, synthesize(q, []string{commitRefsLine}, nil, commitRefsReason)))
 		case FaultServerError:
-			writeResult(w, synthesize(q, []string{serverErrorLine}, nil, serverErrorReason))
+			writeResult(w, announce(q, notice, synthesize(q, []string{serverErrorLine}, nil, serverErrorReason)))
+		case FaultWorkflowTimeout:
+			writeResult(w, announce(q, notice, synthesize(q, nil, nil, workflowTimeoutReason)))
 		}
 		return
 	}
@@ -436,7 +472,7 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, h *cgi.Hand
 	}
 	out := rec.Body.Bytes()
 	if rec.Code == http.StatusOK {
-		out = o.Forge.rewrite(q, out)
+		out = announce(q, notice, o.Forge.rewrite(q, out))
 	}
 	w.Header().Del("Content-Length") // http-backend sends none; the rewrite may change it
 	w.WriteHeader(rec.Code)

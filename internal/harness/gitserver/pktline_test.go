@@ -247,3 +247,30 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestAnnounce: a bypass's lines go before the answer, once per bypassed ref named,
+// in the order of the commands; without a side band, or with no bypass named, the
+// answer is left as it is.
+func TestAnnounce(t *testing.T) {
+	t.Parallel()
+	bs := []Bypass{{Ref: "refs/heads/new", Lines: []string{"n"}}, GitHubBypass("refs/heads/main"),
+		{Ref: "refs/heads/main", Lines: []string{"again"}}, {Ref: "refs/heads/other", Lines: []string{"o"}}}
+	lines := bypassed(bs, sidebandReq)
+	if want := append(GitHubBypass("refs/heads/main").Lines, "n"); strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Fatalf("bypassed = %q, want %q", lines, want)
+	}
+	answer := band(1, string(pkts("unpack ok\n", "ok refs/heads/main\n", "")))
+	want := cat(band(2, "Bypassed rule violations for refs/heads/main:\n"), band(2, "\n"),
+		band(2, "- Changes must be made through a pull request.\n"), band(2, "\n"), band(2, "n\n"), answer)
+	if got := announce(sidebandReq, lines, answer); !bytes.Equal(got, want) {
+		t.Errorf("%q\nwant\n%q", got, want)
+	}
+	bare := sidebandReq
+	bare.caps = []string{"report-status"}
+	if got := announce(bare, lines, answer); !bytes.Equal(got, answer) {
+		t.Errorf("no side band: %q", got)
+	}
+	if got := announce(sidebandReq, bypassed(bs[3:], sidebandReq), answer); !bytes.Equal(got, answer) {
+		t.Errorf("no bypassed ref named: %q", got)
+	}
+}
