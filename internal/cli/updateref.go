@@ -6,6 +6,7 @@ import (
 
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/cliopts"
+	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/group"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/repo"
@@ -93,9 +94,8 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transaction.Result) report.Refs {
 	refs := report.Refs{Updates: res.Updates, Names: res.Refs, Truncated: res.Updates > len(res.Refs)}
 	if d, ok := repo.Discover(in.opts.Dirs, in.env); ok {
-		refs.Backend = "files"
-		if d.Reftable() {
-			refs.Backend = "reftable"
+		if s, ok := d.Locate(in.env, nil); ok {
+			refs.Backend = s.Format
 		}
 	}
 	return refs
@@ -120,8 +120,16 @@ func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts
 	if !ok {
 		return out, false
 	}
-	opts.GitDir, opts.CommonDir = d.GitDir, d.CommonDir // the Runner need not look again
-	reftable := d.Reftable()
+	// Where git keeps the refs: from the file system in the usual layouts, else (a
+	// store outside the repository) from git config, one git.
+	store, ok := d.Locate(in.env, func() (string, error) {
+		return repo.ReadStorage(gitexec.Command(in.ctx, in.git(), in.opts.Dirs, in.env, repo.StorageArgs...))
+	})
+	if !ok {
+		return out, false
+	}
+	opts.GitDir, opts.CommonDir, opts.Store = d.GitDir, d.CommonDir, store // the Runner need not look again
+	reftable := store.Reftable()
 	if !asked && !reftable {
 		// On the files backend writers of distinct refs do not contend, and one
 		// git per update uses both cores where a group's git uses one: by default
@@ -129,7 +137,7 @@ func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts
 		return out, false
 	}
 	return group.Join(in.ctx, group.Config{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, GitDir: d.GitDir, CommonDir: d.CommonDir, Reftable: reftable,
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, GitDir: d.GitDir, CommonDir: d.CommonDir, Store: store,
 		Update: u, Options: o,
 		Default: !asked,
 		Allowed: func() bool { return coalesceAllowed(in) },
