@@ -70,13 +70,16 @@ func TestRefStoreContention(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
 	for _, backend := range []string{"files", "reftable"} {
-		for _, form := range []string{"single", "delete-packed"} {
+		for _, form := range []string{"single", "stdin", "delete-packed"} {
 			t.Run(backend+"/"+form, func(t *testing.T) {
 				t.Parallel()
 				r := testutil.NewRepoOutside(t, g, backend)
 				ref := "refs/heads/held"
-				args := []string{ref, r.Commit}
+				args, stdin := []string{ref, r.Commit}, ""
 				lock := r.LockPath(ref)
+				if form == "stdin" {
+					args, stdin = []string{"--stdin"}, "create "+ref+" "+r.Commit+"\n"
+				}
 				if form == "delete-packed" {
 					r.Run("update-ref", ref, r.Commit)
 					r.Run("pack-refs", "--all")
@@ -86,7 +89,7 @@ func TestRefStoreContention(t *testing.T) {
 					}
 				}
 				release := r.Hold(lock)
-				res := runHeld(t, r, "", release, args...)
+				res := runHeld(t, r, stdin, release, args...)
 				if res.code != 0 || res.stdout != "" {
 					t.Fatalf("exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
 				}
@@ -94,7 +97,7 @@ func TestRefStoreContention(t *testing.T) {
 					t.Errorf("stderr %q: want %q", res.stderr, want)
 				}
 				refs := r.Refs(ref)
-				if form == "delete-packed" && len(refs) != 0 || form == "single" && refs[ref] != r.Commit {
+				if form == "delete-packed" && len(refs) != 0 || form != "delete-packed" && refs[ref] != r.Commit {
 					t.Errorf("refs after %s: %v", form, refs)
 				}
 			})
