@@ -103,8 +103,9 @@ func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transacti
 
 // join hands a single-ref update to its repository's group commit when it may join
 // one (internal/group): coalescing not switched off, a form a group can carry, no
-// git options of the shim's, the repository found in-process, and reftable unless
-// coalescing was asked for. ok is false when it may not; otherwise out says whether
+// git options of the shim's, the repository found in-process and its ref store known
+// (repo.Dirs.Locate: git config is asked only when the refs live outside the
+// repository), and reftable unless coalescing was asked for. ok is false when it may not; otherwise out says whether
 // it was applied, or else holds the line (out.Lease) while the update runs the usual
 // way. The repository it found goes into opts, for the run.
 func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts.UpdateRef) (out group.Outcome, ok bool) {
