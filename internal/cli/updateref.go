@@ -59,7 +59,7 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 		BeforeWait: armer(in.ctx),
 	}
 	var res transaction.Result
-	refs := func() report.Refs { return c.refs(in, args, res) }
+	refs := func() report.Refs { return c.refs(in, args, res, opts.Store) }
 	start := time.Now()
 	if out, ok := c.join(in, args, &opts); ok {
 		if out.Applied {
@@ -90,14 +90,16 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 	return nil
 }
 
-// refs are the refs the command updates, for the summary.
-func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transaction.Result) report.Refs {
+// refs are the refs the command updates, for the summary, and the backend: the
+// store's format when join found it, else when it can be told without git.
+func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transaction.Result, store repo.Store) report.Refs {
 	refs := report.Refs{Updates: res.Updates, Names: res.Refs, Truncated: res.Updates > len(res.Refs)}
-	if d, ok := repo.Discover(in.opts.Dirs, in.env); ok {
-		if s, ok := d.Locate(in.env, nil); ok {
-			refs.Backend = s.Format
+	if store.Dir == "" {
+		if d, ok := repo.Discover(in.opts.Dirs, in.env); ok {
+			store, _ = d.Locate(in.env, nil)
 		}
 	}
+	refs.Backend = store.Format
 	return refs
 }
 
