@@ -33,10 +33,14 @@ type coalesceRun struct {
 	started, ended time.Time
 }
 
-// rendezvous is where the repository's invocations meet.
+// rendezvous is where the repository's invocations meet: at its ref store.
 func rendezvous(t *testing.T, r *testutil.Repo) string {
 	t.Helper()
-	n, ok := group.Name(r.GitDir)
+	dir := r.GitDir
+	if r.Store != "" {
+		dir = r.Store
+	}
+	n, ok := group.Name(dir)
 	if !ok {
 		t.Fatal("no rendezvous name")
 	}

@@ -159,7 +159,6 @@ func TestSameAsGit(t *testing.T) {
 				{"abbreviated cas mismatch", "", []string{"--no-d", "--cr", "refs/heads/main", other, r.Commit}, 128},
 				{"usage ambiguous", "", []string{"--n", "refs/heads/x", r.Commit}, 129},
 				{"usage valued", "", []string{"--std=1"}, 129},
-				{"usage -h", "", []string{"-h"}, 129},
 				{"usage no args", "", nil, 129},
 				{"usage stdin with args", "", []string{"--stdin", "refs/heads/x"}, 129},
 				{"usage -z without stdin", "", []string{"-z", "refs/heads/x", r.Commit}, 129},

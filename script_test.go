@@ -30,6 +30,8 @@ import (
 //	refretry ARGS...     run refretry (this binary as main) with the fake git on PATH
 //	git ARGS...          run the real git directly, bypassing the fake
 //	status N             the last refretry or git command exited N
+//	any refretry|git ARGS...  run refretry or the real git, success or failure alike
+//	statusvar NAME       $NAME becomes the last command's exit code (status $NAME)
 //	repo                 make $WORK a repository as the fixtures' was made, cd there; sets
 //	                     $A $B $C (commits A <- B <- C; main, x and y at A), $ZERO,
 //	                     $REPO, $GITDIR
@@ -171,7 +173,18 @@ func (v scriptVariant) params() testscript.Params {
 			"git": func(ts *testscript.TestScript, neg bool, args []string) {
 				execRecord(ts, neg, v.git.Path, args)
 			},
+			"any": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) == 0 || args[0] != "refretry" && args[0] != "git" {
+					ts.Fatalf("usage: any refretry|git ARGS...")
+				}
+				path := v.refretry
+				if args[0] == "git" {
+					path = v.git.Path
+				}
+				record(ts, path, args[1:])
+			},
 			"status":     cmdStatus,
+			"statusvar":  cmdStatusVar,
 			"repo":       v.cmdRepo,
 			"fake":       v.cmdFake,
 			"attempts":   cmdAttempts,
@@ -195,6 +208,17 @@ func pidNamespaceNote() string {
 // execRecord runs a program with the script's environment, directory and stdin, and
 // records its exit code for status.
 func execRecord(ts *testscript.TestScript, neg bool, path string, args []string) {
+	code := record(ts, path, args)
+	if neg && code == 0 {
+		ts.Fatalf("unexpected success")
+	}
+	if !neg && code != 0 {
+		ts.Fatalf("exit status %d", code)
+	}
+}
+
+// record runs a program as execRecord does, whatever its exit code, and returns it.
+func record(ts *testscript.TestScript, path string, args []string) int {
 	err := ts.Exec(path, args...)
 	code := 0
 	var ee *exec.ExitError
@@ -205,12 +229,16 @@ func execRecord(ts *testscript.TestScript, neg bool, path string, args []string)
 		ts.Fatalf("%s: %v", path, err)
 	}
 	state(ts).status = code
-	if neg && code == 0 {
-		ts.Fatalf("unexpected success")
+	return code
+}
+
+// cmdStatusVar sets the variable NAME to the last command's exit code, for a later
+// status $NAME: what one git does, which another git may do differently.
+func cmdStatusVar(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: statusvar NAME")
 	}
-	if !neg && code != 0 {
-		ts.Fatalf("exit status %d", code)
-	}
+	ts.Setenv(args[0], strconv.Itoa(state(ts).status))
 }
 
 func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {

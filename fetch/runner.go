@@ -114,9 +114,16 @@ func (f *fetchRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 		return nil
 	}
 	if e.Lock != nil && e.Lock.Path == "" {
-		// reftable's message names no file: its lock is tables.list.lock.
-		if d, ok := repo.Discover(f.Dirs, f.Env); ok && d.Reftable() {
-			e.Lock.Path = d.ReftableLock()
+		// reftable's message names no file: its lock is tables.list.lock, in the
+		// ref store git uses.
+		if d, ok := repo.Discover(f.Dirs, f.Env); ok {
+			s, ok := d.Locate(f.Env, func() (string, error) {
+				args := append(append(make([]string, 0, len(f.GlobalArgs)+len(repo.StorageArgs)), f.GlobalArgs...), repo.StorageArgs...)
+				return repo.ReadStorage(gitexec.Command(ctx, f.git(), f.Dirs, f.Env, args...))
+			})
+			if ok && s.Reftable() {
+				e.Lock.Path = s.ReftableLock()
+			}
 		}
 	}
 	return e

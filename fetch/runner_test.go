@@ -441,6 +441,47 @@ func TestStaleLock(t *testing.T) {
 	}
 }
 
+// TestStaleLockOutsideStore: in a clone whose refs live outside it (git 2.54+,
+// cloned with GIT_REFERENCE_BACKEND), reftable's stale tables.list.lock, which git's
+// message does not name, is found in that store: the fetch stops at once with the
+// advice naming the lock at its true path, nothing fetched.
+func TestStaleLockOutsideStore(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, combo{testutil.NewGit(t), "reftable"})
+	root, err := filepath.EvalSymlinks(w.root) // git names the store by its real path
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, clone := filepath.Join(root, "store"), filepath.Join(root, "clone-outside")
+	if err := os.Mkdir(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(w.c.git.Path, "clone", "-q", "file://"+w.remote, clone)
+	cmd.Dir, cmd.Env = root, append(append([]string{}, w.env...), "GIT_REFERENCE_BACKEND=reftable://"+store)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	w.clone = clone
+	w.move()
+	lock := filepath.Join(store, "reftable", "tables.list.lock")
+	hold(t, lock)
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	r := w.run(func(r *fetch.Runner) { r.Settings = policy(20) }, "origin")
+	var e *failure.Error
+	if r.code == 0 || !errors.As(r.err, &e) || e.Class != failure.StaleLock || len(r.attempts) != 1 {
+		t.Fatalf("exit %d, err %v, attempts %v", r.code, r.err, r.classes())
+	}
+	if e.Lock == nil || e.Lock.Path != lock || !strings.Contains(e.Advice, "rm -f '"+lock+"'") {
+		t.Errorf("lock %+v, advice %q: want %s", e.Lock, e.Advice, lock)
+	}
+	if b := w.behind(); b != branches+1 {
+		t.Errorf("%d remote-tracking refs differ from the remote, want all %d", b, branches+1)
+	}
+}
+
 // TestUnseenHolder (#15): a new lock whose ~pid.lock names a pid no process here has
 // (as a live holder in another container would look) is waited for, even with
 // Settings.BreakStaleLocks: the fetch retries and lands once the lock goes. If the budget ends

@@ -20,10 +20,14 @@ type Args struct {
 	// Atomic records --atomic or --no-atomic given by the caller (the last one wins);
 	// nil when neither was.
 	Atomic *bool
+	// Usage is set when the arguments ask git push for its usage (-h, -vh,
+	// --help-all: gitopts.Command.AsksUsage): git then pushes nothing, and its answer,
+	// stream and exit code, is the running git's (129 up to git 2.55, 0 since 2.56).
+	Usage bool
 }
 
 // gitPush is git push's options (git 2.39 to 2.55).
-var gitPush = gitopts.Command{ShortValues: "o", Names: map[string]bool{
+var gitPush = gitopts.Command{ShortValues: "o", ShortFlags: "vqdnfu46", Names: map[string]bool{
 	"verbose": false, "quiet": false, "repo": true, "all": false, "branches": false, "mirror": false,
 	"delete": false, "tags": false, "dry-run": false, "porcelain": false, "force": false,
 	"force-with-lease": false, "force-if-includes": false, "recurse-submodules": true, "thin": false,
@@ -40,7 +44,7 @@ func TakesNextArg(arg string) bool { return gitPush.TakesNext(arg) }
 
 // ParseArgs reads git push arguments as far as the package needs them.
 func ParseArgs(args []string) Args {
-	a := Args{Raw: args}
+	a := Args{Raw: args, Usage: gitPush.AsksUsage(args)}
 	set := func(v bool) { a.Atomic = &v }
 	for i := 0; i < len(args); i++ {
 		arg := args[i]

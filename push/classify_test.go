@@ -327,6 +327,36 @@ func TestTakesNextArg(t *testing.T) {
 	}
 }
 
+// TestArgsUsage: the arguments that ask git push for its usage (Args.Usage), each
+// checked against what git does with them (both gits): its usage on stdout, with
+// nothing pushed (--dry-run to a remote that does not exist, which git names in its
+// error when it gets that far).
+func TestArgsUsage(t *testing.T) {
+	t.Parallel()
+	cases := map[string]bool{
+		"-h": true, "-v -h": true, "-vh": true, "-4h": true, "-q --atomic -h": true, "nosuchremote main -h": true,
+		"--help-all": true, "--repo=up -h": true, "--porc -h": true, "--recurse-submodules no -h": true,
+		"-xh": false, "--frobnicate -h": false, "-- -h": false, "-o -h": false, "-oh": false,
+		"--repo -h": false, "-fo -h": false, "--push-opt -h": false, "--end-of-options -h": false, "": false,
+	}
+	for line, want := range cases {
+		if got := ParseArgs(strings.Fields(line)).Usage; got != want {
+			t.Errorf("ParseArgs(%q).Usage = %v, want %v", line, got, want)
+		}
+	}
+	for _, g := range testutil.Gits(t) {
+		r := testutil.NewRepo(t, g, "files")
+		for line, want := range cases {
+			cmd := exec.Command(g.Path, append([]string{"push", "--dry-run"}, append(strings.Fields(line), "nosuchremote")...)...)
+			cmd.Dir, cmd.Env = r.Dir, r.Env
+			out, _ := cmd.Output()
+			if got := strings.HasPrefix(string(out), "usage: git push"); got != want {
+				t.Errorf("%s push --dry-run %s nosuchremote: usage on stdout %v, Usage says %v\n%s", g.Name(), line, got, want, out)
+			}
+		}
+	}
+}
+
 func TestHumanTable(t *testing.T) {
 	t.Parallel()
 	rep := ParsePorcelain([]byte(porcelain("=\trefs/heads/u:refs/heads/u\t[up to date]", "!\trefs/heads/main:refs/heads/main\t[rejected] (fetch first)")))

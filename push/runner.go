@@ -82,6 +82,9 @@ type Result struct {
 // wrapping one, or an error matching [failure.ErrGitNotFound].
 func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	r := &pushRun{Runner: p, args: ParseArgs(args), stdout: stdout, stderr: stderr}
+	if r.args.Usage {
+		return p.usage(ctx, r.args, stdout, stderr)
+	}
 	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.stallFloor)
 	r.env = r.http.Env(p.Env)
 	eng := &engine.Engine{
@@ -96,6 +99,24 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	code, err := eng.Run(ctx, r)
 	return Result{ExitCode: code, Report: r.report, Attempts: r.attempts}, err
+}
+
+// usage runs git push once with the caller's arguments as they are (no --porcelain,
+// no --atomic: git's answer to -h depends on what else it is given) and the
+// caller's streams, for arguments that ask git for its usage: git pushes nothing,
+// and its stream and exit code are the running git's, whatever its version.
+func (p *Runner) usage(ctx context.Context, args Args, stdout, stderr io.Writer) (Result, error) {
+	cmd := p.command(ctx, p.Env, append([]string{"push"}, args.Raw...)...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr // nil: the null device
+	runErr := cmd.Run()
+	code, ran := gitexec.ExitCode(cmd.ProcessState)
+	if !ran {
+		return Result{ExitCode: 128}, &gitexec.StartError{Err: runErr}
+	}
+	if v := classify(code, nil, nil); v.err != nil {
+		return Result{ExitCode: code}, v.err
+	}
+	return Result{}, nil
 }
 
 func (p *Runner) git() string {

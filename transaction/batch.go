@@ -280,19 +280,15 @@ func (rj rejection) lockedOwnRef(lock string) bool {
 	return ref == rj.ref && m != nil && lockfile.SamePath(m[1], lock)
 }
 
-// lockPath is the path of ref's lock file on the files backend, "" when the
-// repository is unknown or on reftable (whose one lock fails the whole batch).
+// lockPath is the path of ref's lock file on the files backend, in the ref store git
+// uses; "" when the store is unknown or reftable (whose one lock fails the whole
+// batch).
 func (r *run) lockPath(ctx context.Context, ref string) string {
-	d, ok := r.repo(ctx)
-	if !ok || d.Reftable() {
+	s, ok := r.store(ctx)
+	if !ok {
 		return ""
 	}
-	dir := d.CommonDir
-	if !strings.HasPrefix(ref, "refs/") || strings.HasPrefix(ref, "refs/bisect/") ||
-		strings.HasPrefix(ref, "refs/worktree/") || strings.HasPrefix(ref, "refs/rewritten/") {
-		dir = d.GitDir // per-worktree refs
-	}
-	return dir + "/" + ref + ".lock"
+	return s.RefLock(ref)
 }
 
 // parseRejections pairs git's "rejected" lines with their "error:" details. git 2.54+

@@ -77,6 +77,8 @@ type run struct {
 	discovery      *repo.Dirs // discovered's answer once looked up; zero when not found
 	repoKnown      bool       // repoDirs has been looked up
 	repoDirs       repo.Dirs  // "" when unknown
+	storeKnown     bool       // refStore has been looked up
+	refStore       repo.Store // where git keeps the refs; zero when unknown
 	lineDir        string     // where attempts queue (see enterLine); "" when they do not
 	lineLock       string     // the lock the line is for, when a failure named it
 	lockStale      bool       // the head of the line found the lock stale

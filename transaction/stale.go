@@ -2,20 +2,38 @@ package transaction
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 
 	"github.com/refretry/refretry/internal/repo"
 )
 
-// reftableLock finds tables.list.lock for the repository git would use: reftable's
-// message names no file.
+// reftableLock finds tables.list.lock in the ref store git uses: reftable's message
+// names no file.
 func (r *run) reftableLock(ctx context.Context) string {
-	d, ok := r.repo(ctx)
-	if !ok {
+	s, ok := r.store(ctx)
+	if !ok || !s.Reftable() {
 		return ""
 	}
-	return d.ReftableLock()
+	return s.ReftableLock()
+}
+
+// store is the repository's ref store (repo.Store): the refretry command's, when it
+// found it already; else found in-process when that is certain, else read from git
+// (git config, and git rev-parse when the repository itself is not found
+// in-process). It is asked only once an attempt has failed, and the answer is cached.
+func (r *run) store(ctx context.Context) (repo.Store, bool) {
+	if r.cli.Store.Dir != "" {
+		return r.cli.Store, true
+	}
+	if !r.storeKnown {
+		r.storeKnown = true
+		if d, ok := r.repo(ctx); ok {
+			r.refStore, _ = d.Locate(r.Env, func() (string, error) {
+				return repo.ReadStorage(r.command(ctx, repo.StorageArgs...))
+			})
+		}
+	}
+	return r.refStore, r.refStore.Dir != ""
 }
 
 // repo returns the repository's directories: found in-process when that is certain,
@@ -51,12 +69,20 @@ func (r *run) discovered() (repo.Dirs, bool) {
 	return *r.discovery, r.discovery.GitDir != ""
 }
 
-// reftableDir is the repository's reftable directory when refretry can tell, without
-// starting a process, that the repository uses reftable; "" otherwise.
+// reftableDir is the directory of the repository's main reftable stack when refretry
+// can tell, without starting a process, that the repository uses reftable; ""
+// otherwise.
 func (r *run) reftableDir() string {
-	d, ok := r.discovered()
-	if !ok || !d.Reftable() {
+	s := r.cli.Store
+	if s.Dir == "" {
+		d, ok := r.discovered()
+		if !ok {
+			return ""
+		}
+		s, _ = d.Locate(r.Env, nil)
+	}
+	if !s.Reftable() {
 		return ""
 	}
-	return filepath.Join(d.CommonDir, "reftable")
+	return s.ReftableDir()
 }

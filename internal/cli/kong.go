@@ -68,7 +68,7 @@ func (l line) kongArgs() []string {
 // fit adapts kong's model, once built, to what the declaration says beyond kong's
 // tags.
 func fit(k *kong.Kong) error {
-	// -h is git update-ref's (its usage, exit 129); refretry's help is --help.
+	// -h is git update-ref's (its usage, with the running git's exit code); refretry's help is --help.
 	if k.Model.HelpFlag != nil {
 		k.Model.HelpFlag.Short = 0
 	}

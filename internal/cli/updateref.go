@@ -6,6 +6,7 @@ import (
 
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/cliopts"
+	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/group"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/repo"
@@ -58,7 +59,7 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 		BeforeWait: armer(in.ctx),
 	}
 	var res transaction.Result
-	refs := func() report.Refs { return c.refs(in, args, res) }
+	refs := func() report.Refs { return c.refs(in, args, res, opts.Store) }
 	start := time.Now()
 	if out, ok := c.join(in, args, &opts); ok {
 		if out.Applied {
@@ -89,22 +90,24 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 	return nil
 }
 
-// refs are the refs the command updates, for the summary.
-func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transaction.Result) report.Refs {
+// refs are the refs the command updates, for the summary, and the backend: the
+// store's format when join found it, else when it can be told without git.
+func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transaction.Result, store repo.Store) report.Refs {
 	refs := report.Refs{Updates: res.Updates, Names: res.Refs, Truncated: res.Updates > len(res.Refs)}
-	if d, ok := repo.Discover(in.opts.Dirs, in.env); ok {
-		refs.Backend = "files"
-		if d.Reftable() {
-			refs.Backend = "reftable"
+	if store.Dir == "" {
+		if d, ok := repo.Discover(in.opts.Dirs, in.env); ok {
+			store, _ = d.Locate(in.env, nil)
 		}
 	}
+	refs.Backend = store.Format
 	return refs
 }
 
 // join hands a single-ref update to its repository's group commit when it may join
 // one (internal/group): coalescing not switched off, a form a group can carry, no
-// git options of the shim's, the repository found in-process, and reftable unless
-// coalescing was asked for. ok is false when it may not; otherwise out says whether
+// git options of the shim's, the repository found in-process and its ref store known
+// (repo.Dirs.Locate: git config is asked only when the refs live outside the
+// repository), and reftable unless coalescing was asked for. ok is false when it may not; otherwise out says whether
 // it was applied, or else holds the line (out.Lease) while the update runs the usual
 // way. The repository it found goes into opts, for the run.
 func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts.UpdateRef) (out group.Outcome, ok bool) {
@@ -120,8 +123,16 @@ func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts
 	if !ok {
 		return out, false
 	}
-	opts.GitDir, opts.CommonDir = d.GitDir, d.CommonDir // the Runner need not look again
-	reftable := d.Reftable()
+	// Where git keeps the refs: from the file system in the usual layouts, else (a
+	// store outside the repository) from git config, one git.
+	store, ok := d.Locate(in.env, func() (string, error) {
+		return repo.ReadStorage(gitexec.Command(in.ctx, in.git(), in.opts.Dirs, in.env, repo.StorageArgs...))
+	})
+	if !ok {
+		return out, false
+	}
+	opts.GitDir, opts.CommonDir, opts.Store = d.GitDir, d.CommonDir, store // the Runner need not look again
+	reftable := store.Reftable()
 	if !asked && !reftable {
 		// On the files backend writers of distinct refs do not contend, and one
 		// git per update uses both cores where a group's git uses one: by default
@@ -129,7 +140,7 @@ func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts
 		return out, false
 	}
 	return group.Join(in.ctx, group.Config{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, GitDir: d.GitDir, CommonDir: d.CommonDir, Reftable: reftable,
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, GitDir: d.GitDir, CommonDir: d.CommonDir, Store: store,
 		Update: u, Options: o,
 		Default: !asked,
 		Allowed: func() bool { return coalesceAllowed(in) },

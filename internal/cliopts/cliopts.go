@@ -4,13 +4,20 @@
 // travel in the run's context, so that the library's types do not carry them.
 package cliopts
 
-import "context"
+import (
+	"context"
+
+	"github.com/refretry/refretry/internal/repo"
+)
 
 // UpdateRef is the refretry command's part of one transaction.Runner.Run.
 type UpdateRef struct {
 	// GitDir and CommonDir are the repository's directories, found already
 	// (internal/repo); "" means the Runner looks for them itself when it needs them.
 	GitDir, CommonDir string
+	// Store is where git keeps the repository's refs, found already; the zero Store
+	// means the Runner looks for it itself when it needs it.
+	Store repo.Store
 	// CountRefs makes a --stdin run count the updates of its input for its Result (a
 	// regular file is then read once more, at the end).
 	CountRefs bool

@@ -18,6 +18,8 @@ type Command struct {
 	Names map[string]bool
 	// ShortValues are the short options that take a value ("o" for push's -o).
 	ShortValues string
+	// ShortFlags are the short options that take none ("vqdnfu46" for push's).
+	ShortFlags string
 }
 
 // Option is the long option arg names, as git's parse_long_opt finds it (git 2.39 and
@@ -90,4 +92,45 @@ func (c Command) TakesNext(arg string) bool {
 	}
 	name, negated, ok := c.Option(arg)
 	return ok && !negated && c.Names[name]
+}
+
+// AsksUsage reports whether git's option parser, reading args as git's commands
+// that take options after non-options do (git push's: "--" ends them), meets an h
+// among short options before anything it refuses: "-h" alone, or after letters it
+// knows ("-vh"), or --help-all. git then prints the command's usage on stdout and
+// exits, with 129 up to git 2.55 and 0 since git 2.56; an unknown option or value
+// before it is a usage error instead (usage on stderr, 129).
+func (c Command) AsksUsage(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--" || a == "--end-of-options":
+			return false
+		case a == "--help-all":
+			return true
+		case strings.HasPrefix(a, "--"):
+			if _, _, ok := c.Option(a); !ok {
+				return false
+			}
+			if c.TakesNext(a) {
+				i++
+			}
+		case len(a) > 1 && a[0] == '-':
+			for j := 1; j < len(a); j++ {
+				ch := a[j : j+1]
+				switch {
+				case ch == "h":
+					return true
+				case strings.Contains(c.ShortValues, ch):
+					if j == len(a)-1 {
+						i++ // the value is the next argument
+					}
+					j = len(a) // the rest is the value
+				case !strings.Contains(c.ShortFlags, ch):
+					return false
+				}
+			}
+		}
+	}
+	return false
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/internal/platform"
+	"github.com/refretry/refretry/internal/repo"
 )
 
 // These tests run members and leaders in this process, against real git, with the
@@ -30,7 +31,8 @@ func config(t *testing.T, r *testutil.Repo, args ...string) Config {
 	}
 	return Config{
 		Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env,
-		GitDir: r.GitDir, CommonDir: r.GitDir, Reftable: r.Backend == "reftable",
+		GitDir: r.GitDir, CommonDir: r.GitDir,
+		Store:  repo.Store{Format: r.Backend, Dir: r.GitDir, WorktreeDir: r.GitDir},
 		Update: u, Options: o,
 	}
 }

@@ -3,6 +3,8 @@ package group
 import (
 	"context"
 	"time"
+
+	"github.com/refretry/refretry/internal/repo"
 )
 
 // Config is one invocation that may join a group commit.
@@ -13,10 +15,12 @@ type Config struct {
 	// GitDir and CommonDir are the repository's, as found by the caller.
 	GitDir, CommonDir string
 
-	// Reftable is set when the repository keeps its refs in reftable: a group is
-	// then committed as one transaction, unless a reference-transaction hook would
-	// see it; elsewhere each update is a transaction of its own, in one git.
-	Reftable bool
+	// Store is where git keeps the repository's refs, as found by the caller: its
+	// invocations meet at the store's directory, where git takes its locks. On
+	// reftable a group is committed as one transaction, unless a
+	// reference-transaction hook would see it; elsewhere each update is a
+	// transaction of its own, in one git.
+	Store repo.Store
 
 	Update  Update
 	Options Options

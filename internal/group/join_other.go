@@ -19,7 +19,7 @@ func (s *Lease) Release() {}
 func join(ctx context.Context, c *Config) Outcome { return Outcome{} }
 
 // Name is not available here.
-func Name(commonDir string) (string, bool) { return "", false }
+func Name(storeDir string) (string, bool) { return "", false }
 
 // HandOver does nothing here.
 func HandOver(l *platform.Listener) { l.Close() }

@@ -20,7 +20,7 @@ import (
 var keyEnv = []string{"HOME", "XDG_CONFIG_HOME", "EMAIL", "TZ", "PATH", "USER", "LOGNAME"}
 
 // key is what invocations must share for one git to act for all of them: the
-// repository (by path, and the mount namespace the paths are read in), the working
+// repository and its ref store (by path, and the mount namespace the paths are read in), the working
 // directory and -C directories (relative paths in the environment are read from
 // there), the git executable, the user and umask, whether coalescing was asked for
 // or is the default, and the environment git reads. Invocations with different keys
@@ -37,6 +37,9 @@ func key(c *Config) string {
 	field(strconv.FormatBool(c.Default))
 	field(c.GitDir)
 	field(c.CommonDir)
+	field(c.Store.Format)
+	field(c.Store.Dir)
+	field(c.Store.WorktreeDir)
 	field(c.Git)
 	field(strings.Join(c.Dirs, "\x00"))
 	wd, _ := os.Getwd()
@@ -84,11 +87,12 @@ func envKey(env []string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// rendezvousName is where the invocations of one user on one repository meet: it
-// names the common directory by its device and inode, which no other repository
-// shares, whatever path reaches it.
-func rendezvousName(commonDir string) (string, bool) {
-	fi, err := os.Stat(commonDir)
+// rendezvousName is where the invocations of one user on one ref store meet: it
+// names the store's directory (the common directory, unless the refs live
+// elsewhere) by its device and inode, which no other store shares, whatever path
+// reaches it.
+func rendezvousName(storeDir string) (string, bool) {
+	fi, err := os.Stat(storeDir)
 	if err != nil {
 		return "", false
 	}

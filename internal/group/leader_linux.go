@@ -104,7 +104,7 @@ func lead(ctx context.Context, m *member, l *platform.Listener, b baton) Outcome
 	// One transaction for a whole group where that is invisible (reftable, no
 	// reference-transaction hook); otherwise one transaction per update, in one git.
 	// Each set of command-line options gets a git of its own, the leader's first.
-	batch := m.c.Reftable && !b.hook
+	batch := m.c.Store.Reftable() && !b.hook
 	var out Outcome
 	ownAlone := false
 	for _, g := range byOptions(append([]entry{own}, same...)) {
@@ -679,9 +679,9 @@ func (s *refSet) conflicts(ref string) bool {
 	return false
 }
 
-// Name is the rendezvous point of the repository with this common directory: a
+// Name is the rendezvous point of the ref store in this directory (repo.Store.Dir): a
 // process that listens there holds the line (tests use it to let invocations queue).
-func Name(commonDir string) (string, bool) { return rendezvousName(commonDir) }
+func Name(storeDir string) (string, bool) { return rendezvousName(storeDir) }
 
 // HandOver passes the line held by l (listening at Name) to the next waiting
 // invocation, which then leads everyone queued behind it; with nobody waiting, it

@@ -116,7 +116,7 @@ func join(ctx context.Context, c *Config) Outcome {
 	if traced(c.Env) {
 		return Outcome{}
 	}
-	name, ok := rendezvousName(c.CommonDir)
+	name, ok := rendezvousName(c.Store.Dir)
 	if !ok {
 		return Outcome{}
 	}

@@ -1,4 +1,5 @@
-// Package repo finds the repository a git command would use, without starting git.
+// Package repo finds the repository a git command would use, and where git keeps its
+// refs (Store), without starting git where it can be certain.
 package repo
 
 import (
@@ -10,31 +11,6 @@ import (
 // Dirs are the directories of the repository git would use.
 type Dirs struct {
 	GitDir, CommonDir string
-}
-
-// Reftable reports whether the repository keeps its refs in reftable, by the
-// presence of reftable/tables.list in its common directory.
-func (d Dirs) Reftable() bool {
-	_, err := os.Stat(filepath.Join(d.CommonDir, "reftable", "tables.list"))
-	return err == nil
-}
-
-// ReftableLock is the path of the reftable stack's lock, tables.list.lock: the one
-// that is held, in the common directory or (per-worktree refs have their own stack)
-// in the git directory, else the common directory's. reftable's lock message names no
-// file, so this is where refretry looks.
-func (d Dirs) ReftableLock() string {
-	path := ""
-	for _, dir := range []string{d.CommonDir, d.GitDir} {
-		p := filepath.Join(dir, "reftable", "tables.list.lock")
-		if path == "" {
-			path = p
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return path
 }
 
 // Discover finds the repository the way git's discovery does in the common cases,
@@ -55,12 +31,8 @@ func Discover(dirs []string, env []string) (Dirs, bool) {
 		}
 	}
 	get := func(key string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-				return v
-			}
-		}
-		return ""
+		v, _ := lookupEnv(env, key)
+		return v
 	}
 	if get("GIT_CEILING_DIRECTORIES") != "" || get("GIT_DISCOVERY_ACROSS_FILESYSTEM") != "" {
 		return Dirs{}, false

@@ -35,6 +35,11 @@
 //	REFRETRY_FAKEGIT_CAPTURE_REPO  where the capture was made (default /tmp/refretry-fixtures/r)
 //	REFRETRY_FAKEGIT_REPO          replaces the capture repository's path in replayed bytes
 //	REFRETRY_FAKEGIT_INPUT         if set, a directory: replay N writes the input it read to N
+//	REFRETRY_FAKEGIT_HELP_EXIT     if set (to 0), a faked invocation that the real git
+//	                               answers with its usage on stdout and exit 129 (the
+//	                               answer to -h up to git 2.55) exits with it instead:
+//	                               git 2.56's parse-options (git commit cdaf12f762,
+//	                               "parse-options: exit 0 on -h") exits 0 there
 //
 // The counter is lock-free and crash-safe: each faked invocation appends one byte with
 // O_APPEND, which the kernel serialises, and the file offset just after that byte is
@@ -44,9 +49,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -91,8 +98,44 @@ func run(args []string) error {
 			}
 			os.Exit(code)
 		}
+		if v := os.Getenv("REFRETRY_FAKEGIT_HELP_EXIT"); v != "" {
+			code, err := helpExit(gitPath, args, v)
+			if err != nil {
+				return err
+			}
+			os.Exit(code)
+		}
 	}
 	return syscall.Exec(gitPath, append([]string{gitPath}, args...), os.Environ())
+}
+
+// helpExit runs the real git with the caller's streams, its stdout held until it
+// exits: usage on stdout and exit 129 (parse-options' answer to -h up to git 2.55)
+// exits with the code exit names instead, as git 2.56 exits 0; anything else is
+// passed on as git ended.
+func helpExit(gitPath string, args []string, exit string) (int, error) {
+	want, err := strconv.Atoi(exit)
+	if err != nil {
+		return 0, fmt.Errorf("REFRETRY_FAKEGIT_HELP_EXIT=%q: not a number", exit)
+	}
+	cmd := exec.Command(gitPath, args...)
+	var out bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, &out, os.Stderr
+	code := 0
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return 0, err
+		}
+		code = ee.ExitCode()
+	}
+	if code == 129 && bytes.HasPrefix(out.Bytes(), []byte("usage: ")) {
+		code = want
+	}
+	if _, err := os.Stdout.Write(out.Bytes()); err != nil {
+		return 0, err
+	}
+	return code, nil
 }
 
 // subcommand finds git's subcommand after its global options, and the arguments after it.

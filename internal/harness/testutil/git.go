@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -138,10 +139,31 @@ type Repo struct {
 	Env     []string
 	Backend string
 	Commit  string // the first commit's oid
+	// Store is where the refs live: "" for the git directory, else a directory
+	// outside the repository (NewRepoOutside).
+	Store string
 }
 
 // NewRepo makes a repository with the given backend ("files" or "reftable").
 func NewRepo(t testing.TB, g Git, backend string) *Repo {
+	t.Helper()
+	return newRepo(t, g, backend, false)
+}
+
+// NewRepoOutside makes a repository whose refs live outside it, in Store (a
+// directory beside the work tree): initialised with GIT_REFERENCE_BACKEND=
+// <backend>://<Store>, which git init writes into extensions.refStorage (git 2.54+;
+// the test is skipped on an older git). The repository's Env does not name the
+// store: every later git finds it in the repository's config.
+func NewRepoOutside(t testing.TB, g Git, backend string) *Repo {
+	t.Helper()
+	if !g.AtLeast(2, 54) {
+		t.Skipf("git %s: refs outside the repository (extensions.refStorage = <format>://<path>) need git 2.54+", g.Version)
+	}
+	return newRepo(t, g, backend, true)
+}
+
+func newRepo(t testing.TB, g Git, backend string, outside bool) *Repo {
 	t.Helper()
 	root := t.TempDir()
 	r := &Repo{t: t, Git: g, Dir: filepath.Join(root, "repo"), Env: hermetic.Env(os.Environ(), root), Backend: backend}
@@ -150,7 +172,23 @@ func NewRepo(t testing.TB, g Git, backend string) *Repo {
 	if backend == "reftable" {
 		args = append(args, "--ref-format=reftable")
 	}
-	r.run(root, append(args, r.Dir)...)
+	env := r.Env
+	if outside {
+		real, err := filepath.EvalSymlinks(root) // git names the store by its real path
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Store = filepath.Join(real, "refstore")
+		if err := os.Mkdir(r.Store, 0o755); err != nil { // git init wants it there
+			t.Fatal(err)
+		}
+		env = append(slices.Clip(r.Env), "GIT_REFERENCE_BACKEND="+backend+"://"+r.Store)
+	}
+	cmd := exec.Command(g.Path, append(args, r.Dir)...)
+	cmd.Dir, cmd.Env = root, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
 	r.Run("commit", "-q", "--allow-empty", "-m", "first")
 	r.Commit = r.Run("rev-parse", "HEAD")
 	return r
@@ -193,12 +231,16 @@ func (r *Repo) Refs(prefix string) map[string]string {
 }
 
 // LockPath is the lock file a writer of ref must take: tables.list.lock for reftable,
-// <ref>.lock for files.
+// <ref>.lock for files, in the git directory or the Store.
 func (r *Repo) LockPath(ref string) string {
-	if r.Backend == "reftable" {
-		return filepath.Join(r.GitDir, "reftable", "tables.list.lock")
+	dir := r.GitDir
+	if r.Store != "" {
+		dir = r.Store
 	}
-	return filepath.Join(r.GitDir, filepath.FromSlash(ref)+".lock")
+	if r.Backend == "reftable" {
+		return filepath.Join(dir, "reftable", "tables.list.lock")
+	}
+	return filepath.Join(dir, filepath.FromSlash(ref)+".lock")
 }
 
 // Hold creates a lock file by hand, as a stuck or dead writer would leave it, and
