@@ -221,7 +221,7 @@ func TestShimPushAutoCommit(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						results[j] = runJob(dirs[j], append(env, fmt.Sprintf("JOB=%d", j)), autoCommitJob)
+						results[j] = runJob(dirs[j], append(env[:len(env):len(env)], fmt.Sprintf("JOB=%d", j)), autoCommitJob) // a copy each: the goroutines must not share its spare capacity
 					}()
 				}
 				wg.Wait()
@@ -247,7 +247,7 @@ func TestShimPushAutoCommit(t *testing.T) {
 							t.Errorf("job %d: HEAD is %s on %s (%q), want its commit on refs/heads/results", j, head, branch, subject)
 						}
 					case res.code == 0 && n != 1:
-						t.Errorf("job %d exited 0, its commit is not on the branch", j)
+						t.Errorf("job %d exited 0, its commit is not on the branch:\n%s%s", j, res.stdout, res.stderr)
 					case res.code != 0 && (res.code != 1 || n != 0 || !gitRejection.MatchString(res.stderr)):
 						t.Errorf("job %d: exit %d, landed %d times, want git's rejection and exit 1:\n%s", j, res.code, n, res.stderr)
 					}
