@@ -18,7 +18,7 @@ soak:
 	go run ./internal/harness/soak -seconds $(SOAK_SECONDS) -rounds $(SOAK_ROUNDS) -seed $(SOAK_SEED) \
 		-git "$$git55" -old-git $(OLD_GIT) -refretry "$$bin/refretry" $(SOAK_FLAGS)
 
-# make git-suite: git's own tests of update-ref and fetch (t1400, t1404, t5510, …), run
+# make git-suite: git's own tests of update-ref, fetch and push (t1400, t1404, t5510, t5516, …), run
 # with refretry's git shim in front of git 2.55 on both ref backends (scripts/git-suite.sh;
 # about 25 minutes). GIT_SUITE_TESTS picks other test scripts.
 GIT_SUITE_TESTS ?=

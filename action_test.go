@@ -80,7 +80,7 @@ func TestActionInputsOnlyThroughEnv(t *testing.T) {
 			t.Errorf("step %s: shell %q, want bash", s.ID, s.Shell)
 		}
 	}
-	for _, name := range []string{"args", "stdin", "push", "gather", "gather-key", "timeout", "max-attempts", "install-shim", "working-directory", "releases-url"} {
+	for _, name := range []string{"args", "stdin", "push", "gather", "gather-key", "timeout", "max-attempts", "install-shim", "push-rebase", "working-directory", "releases-url"} {
 		if _, ok := a.Inputs[name]; !ok {
 			t.Errorf("input %s is missing", name)
 		}
@@ -504,6 +504,44 @@ func TestActionInputs(t *testing.T) {
 			t.Errorf("failed at %q:\n%s", res.failedAt, res.stderr)
 		}
 	})
+
+	t.Run("push-rebase", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct {
+			inputs map[string]string
+			error  string // the setup step's annotation; "" when the Action succeeds
+		}{
+			{map[string]string{"push-rebase": "yes", "install-shim": "true"}, "::error title=refretry::push-rebase must be true or false"},
+			{map[string]string{"push-rebase": "true"}, "::error title=refretry::push-rebase needs install-shim: true"},
+			{map[string]string{"push-rebase": "true", "install-shim": "false"}, "::error title=refretry::push-rebase needs install-shim: true"},
+			{map[string]string{"push-rebase": "true", "install-shim": "true"}, ""},
+			{map[string]string{"push-rebase": "false", "install-shim": "true"}, ""},
+		} {
+			je, _ := newActionEnv(t, true)
+			res := runAction(t, a, je, tc.inputs)
+			if tc.error != "" {
+				if res.failedAt != "setup" || !strings.Contains(res.stderr, tc.error) {
+					t.Errorf("%v: failed at %q, want the setup step with %q:\n%s", tc.inputs, res.failedAt, tc.error, res.stderr)
+				}
+				continue
+			}
+			if res.failedAt != "" {
+				t.Fatalf("%v: step %s failed:\n%s", tc.inputs, res.failedAt, res.stderr)
+			}
+			envFiles, _ := filepath.Glob(filepath.Join(je.temp, "step*", "env"))
+			var env strings.Builder
+			for _, f := range envFiles {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				env.Write(b)
+			}
+			if set := strings.Contains(env.String(), "REFRETRY_PUSH_REBASE=1\n"); set != (tc.inputs["push-rebase"] == "true") {
+				t.Errorf("%v: GITHUB_ENV has REFRETRY_PUSH_REBASE=1: %v\n%s", tc.inputs, set, env.String())
+			}
+		}
+	})
 }
 
 // TestActionInjection gives every input text that a shell would run if it were
@@ -533,6 +571,7 @@ func TestActionInjection(t *testing.T) {
 				{"timeout": v, "args": "refs/ci/t HEAD"},
 				{"max-attempts": v, "args": "refs/ci/t HEAD"},
 				{"install-shim": v},
+				{"push-rebase": v, "install-shim": "true"},
 				{"version": v},
 				// One argument a line: the -m reason is the text, verbatim.
 				{"args": "-m\n" + strings.TrimRight(v, "\n") + "\nrefs/heads/msg" + fmt.Sprint(i) + "\n" + r.Commit},

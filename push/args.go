@@ -42,23 +42,26 @@ var gitPush = gitopts.Command{ShortValues: "o", ShortFlags: "vqdnfu46", Names: m
 // one: --push-opt) given without "=".
 func TakesNextArg(arg string) bool { return gitPush.TakesNext(arg) }
 
-// ParseArgs reads git push arguments as far as the package needs them.
+// ParseArgs reads git push arguments as far as the package needs them. Options are
+// read wherever they appear before "--" (git push origin main --porcelain), as git's
+// parser reads them.
 func ParseArgs(args []string) Args {
 	a := Args{Raw: args, Usage: gitPush.AsksUsage(args)}
 	set := func(v bool) { a.Atomic = &v }
+	positional, repo := false, "" // the repository argument was read; --repo's value
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		if arg == "--" {
-			if i+1 < len(args) && a.Remote == "" {
-				a.Remote = args[i+1]
+			if i+1 < len(args) && !positional {
+				a.Remote, positional = args[i+1], true
 			}
 			break
 		}
 		if !strings.HasPrefix(arg, "-") || arg == "-" {
-			if a.Remote == "" {
-				a.Remote = arg
+			if !positional {
+				a.Remote, positional = arg, true
 			}
-			break // the rest are refspecs
+			continue // a refspec; git's parser reads options after them too
 		}
 		if flags := gitPush.Shorts(arg); flags != "" {
 			a.Quiet = a.Quiet || strings.Contains(flags, "q")
@@ -72,10 +75,10 @@ func ParseArgs(args []string) Args {
 		_, value, hasValue := strings.Cut(arg, "=")
 		switch {
 		case name == "repo" && !negated && hasValue:
-			a.Remote = value
+			repo = value
 		case TakesNextArg(arg):
 			if name == "repo" && i+1 < len(args) {
-				a.Remote = args[i+1]
+				repo = args[i+1]
 			}
 			i++
 		case name == "porcelain":
@@ -87,6 +90,9 @@ func ParseArgs(args []string) Args {
 		case name == "verbose":
 			a.Verbose = !negated
 		}
+	}
+	if !positional {
+		a.Remote = repo // git push takes --repo only when no repository is named
 	}
 	return a
 }

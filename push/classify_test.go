@@ -264,15 +264,19 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-o", "ci.skip", "--force-with-lease=main:abc", "origin", "main"}, "origin", false, ""},
 		{[]string{"--porcelain", "--atomic", "file:///x", "main"}, "file:///x", true, "true"},
 		{[]string{"--no-atomic", "--", "-weird", "main"}, "-weird", false, "false"},
-		{[]string{"--repo=up", "main"}, "up", false, ""},
+		{[]string{"--repo=up", "main"}, "main", false, ""}, // the argument wins over --repo, as in git
+		{[]string{"--repo=up"}, "up", false, ""},
 		{[]string{"--repo", "up"}, "up", false, ""},
 		{[]string{"-fo", "opt", "origin"}, "origin", false, ""},
 		{[]string{"-ofoo", "origin"}, "origin", false, ""},
 		{[]string{"-qvo", "--porcelain", "up"}, "up", false, ""},
-		{[]string{"--rep", "up", "main"}, "up", false, ""},
-		{[]string{"--rep=up", "main"}, "up", false, ""},
+		{[]string{"--rep", "up", "main"}, "main", false, ""},
+		{[]string{"--rep=up", "main"}, "main", false, ""},
 		{[]string{"--recurse-submodules", "check", "--porc", "--no-atom", "origin"}, "origin", true, "false"},
 		{[]string{"--receive-pack", "env x git-receive-pack", "origin"}, "origin", false, ""},
+		{[]string{"origin", "main", "--porcelain", "--atomic"}, "origin", true, "true"}, // options after the refspecs, as git reads them
+		{[]string{"--set-upstream", "origin", "HEAD:results", "--follow-tags", "--atomic"}, "origin", false, "true"},
+		{[]string{"origin", "--", "--porcelain"}, "origin", false, ""},
 		{nil, "", false, ""},
 	}
 	for _, tc := range tests {

@@ -37,6 +37,10 @@
 //     pushes again under the same budget. A rebase conflict runs `git rebase --abort`,
 //     checks that the branch and HEAD are back where they were, and stops with a
 //     *RebaseError.
+//   - Without [Runner].Rebase, the settings' PushRebase (the job's opt-in, read once a
+//     push failed) rebases such a push the same way, unless it is one that must not
+//     be rebased: a force push, a lease, a mirror, a deletion or a tag (optin.go); it
+//     is then pushed once, as git would.
 //   - Output is git's, from the final attempt only: the porcelain on standard output
 //     when the caller asked for --porcelain, otherwise rendered as git's human table on
 //     standard error. The exit code is git's; a verified success exits 0.

@@ -9,8 +9,10 @@ import (
 )
 
 // writeOutput hands the final attempt's output to the caller. With --porcelain it is
-// git's, byte for byte. Without it, git's stderr is passed on and the porcelain is
-// rendered as git's human table, which git would have printed to stderr.
+// git's, byte for byte. Without it, git's stderr is passed on with the porcelain
+// rendered as git's human table where git would have printed it, and what git printed
+// on standard output besides the porcelain (--set-upstream's "branch 'x' set up to
+// track 'origin/x'.") stays there.
 func (r *pushRun) writeOutput(args Args, last gitexec.Captured) error {
 	if args.Porcelain {
 		if err := write(r.stdout, last.Stdout); err != nil {
@@ -18,28 +20,55 @@ func (r *pushRun) writeOutput(args Args, last gitexec.Captured) error {
 		}
 		return write(r.stderr, last.Stderr)
 	}
-	// git prints the server's lines while pushing, the table after, then its errors
-	// and hints; with --porcelain they all went to stderr, so sort them back.
-	var remote, rest []string
+	if err := write(r.stdout, notPorcelain(last.Stdout)); err != nil {
+		return err
+	}
+	// git prints its progress, the server's lines and its own warnings while pushing,
+	// the table after, then its errors and hints (afterTable); with --porcelain the
+	// table went to stdout, so put it back between them.
+	var before, after []string
 	for _, line := range splitLines(last.Stderr) {
-		if strings.HasPrefix(line, "remote:") {
-			remote = append(remote, line)
+		if len(after) > 0 || afterTable(line) {
+			after = append(after, line)
 		} else {
-			rest = append(rest, line)
+			before = append(before, line)
 		}
 	}
 	var b strings.Builder
-	for _, l := range remote {
+	for _, l := range before {
 		b.WriteString(l + "\n")
 	}
 	rep := ParsePorcelain(last.Stdout)
 	if !args.Quiet || last.Code != 0 {
 		b.WriteString(humanTable(rep, args.Verbose))
 	}
-	for _, l := range rest {
+	for _, l := range after {
 		b.WriteString(l + "\n")
 	}
 	return write(r.stderr, []byte(b.String()))
+}
+
+// afterTable reports whether git push prints line after its table of refs (transport.c
+// and builtin/push.c, git 2.39 to 2.55): the tracking refs it updates when verbose, then
+// "failed to push some refs" and the advice that follows it.
+func afterTable(line string) bool {
+	return strings.HasPrefix(line, "updating local tracking ref ") ||
+		strings.HasPrefix(line, "error: failed to push some refs to ") ||
+		strings.HasPrefix(line, "hint:")
+}
+
+// notPorcelain is git push's standard output without the porcelain's lines ("To <url>",
+// one per ref, "Done").
+func notPorcelain(out []byte) []byte {
+	var b strings.Builder
+	for line := range strings.Lines(string(out)) {
+		l := strings.TrimSuffix(line, "\n")
+		if _, ref := parseRefLine(l); ref || l == "Done" || strings.HasPrefix(l, "To ") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return []byte(b.String())
 }
 
 // writeVerified reports a push proved by verification as the retry git would have

@@ -91,7 +91,7 @@ func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, 
 		r.named = r.verdict.report.Refs
 		return r.proved(a), nil
 	}
-	if r.Rebase {
+	if r.rebase {
 		tip, err := r.repo().Line(ctx, src, onto)
 		if err == nil {
 			if err := r.adopt(ctx, a, args, c.ref, src, tip, onto); err != nil {
@@ -264,7 +264,9 @@ func (a *Args) refspecStart() int {
 func shortRef(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
 
 // repo is the repository the push runs in, for replays and the reads around them.
-func (p *Runner) repo() replay.Repo { return replay.Repo{Git: p.git(), Dirs: p.Dirs, Env: p.Env} }
+func (p *Runner) repo() replay.Repo {
+	return replay.Repo{Git: p.git(), Dirs: p.Dirs, GlobalArgs: p.GlobalArgs, Env: p.Env}
+}
 
 // output runs git and returns its trimmed standard output.
 func (p *Runner) output(ctx context.Context, env []string, args ...string) (string, error) {

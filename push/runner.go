@@ -21,6 +21,11 @@ type Runner struct {
 	Git  string   // git executable: a path, or a name looked up in PATH ("" means "git")
 	Dirs []string // -C directories, in order
 	Env  []string // the caller's whole environment
+	// GlobalArgs are more of git's global options (`-c k=v`, `--git-dir=…`), given to
+	// every git the push runs, after the -C directories (the shim's `git -c k=v push`).
+	// A caller that passes --git-dir here sets GIT_DIR in Env to the same value, as git
+	// itself does.
+	GlobalArgs []string
 
 	// NoAtomic leaves out --atomic, so that refs the server accepts are updated even
 	// when others fail. The caller's own --atomic or --no-atomic always wins.
@@ -28,7 +33,9 @@ type Runner struct {
 	// Rebase, when the push is rejected because the remote moved the ref (non-fast-
 	// forward, fetch first, or the server's compare-and-swap failed), replays the
 	// pushed commits onto the remote's new tip and pushes again: from a branch, a
-	// detached HEAD or a commit given by name (rebase.go says what moves).
+	// detached HEAD or a commit given by name (rebase.go says what moves). Without it,
+	// the settings' PushRebase does the same for a push that can be rebased safely
+	// (optin.go).
 	Rebase bool
 	// Regenerate, when not empty, is a shell command that makes the job's commit
 	// again: on such a rejection (or when Rebase's replay conflicts) the checked-out
@@ -81,7 +88,7 @@ type Result struct {
 // *RebaseError or *RegenerateError), a *retry.ExhaustedError or *retry.ResolveError
 // wrapping one, or an error matching [failure.ErrGitNotFound].
 func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
-	r := &pushRun{Runner: p, args: ParseArgs(args), stdout: stdout, stderr: stderr}
+	r := &pushRun{Runner: p, args: ParseArgs(args), stdout: stdout, stderr: stderr, rebase: p.Rebase}
 	if r.args.Usage {
 		return p.usage(ctx, r.args, stdout, stderr)
 	}
@@ -127,6 +134,9 @@ func (p *Runner) git() string {
 }
 
 func (p *Runner) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	if len(p.GlobalArgs) > 0 {
+		args = append(append(make([]string, 0, len(p.GlobalArgs)+len(args)), p.GlobalArgs...), args...)
+	}
 	return gitexec.Command(ctx, p.git(), p.Dirs, env, args...)
 }
 
@@ -147,6 +157,8 @@ type pushRun struct {
 	url      string      // the remote's URL, from the porcelain
 	verified bool        // the remote was found to hold every pushed value
 	nothing  bool        // --regenerate found the job's result on the remote already
+	rebase   bool        // a push behind the remote is rebased: Rebase, or the settings' opt-in
+	optIn    bool        // the settings' PushRebase was looked at (optin.go)
 	// pending is the cure (a rebase, a regeneration) the next attempt applies before
 	// it pushes: after the engine's pause, so that the remote's tip it fetches is as
 	// fresh as it can be when the push follows.
@@ -197,6 +209,9 @@ func (r *pushRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 // very push twice); a push behind the remote is rebased or regenerated when asked, by
 // the next attempt (pending), after the engine's pause.
 func (r *pushRun) Cure(ctx context.Context, a *engine.Attempt, f *failure.Error) (engine.Next, error) {
+	if f.Class == failure.Behind {
+		r.optInRebase(a)
+	}
 	switch {
 	case r.pending != nil:
 		// The pending cure's fetch failed: its class decides, and the next attempt
@@ -222,7 +237,7 @@ func (r *pushRun) Cure(ctx context.Context, a *engine.Attempt, f *failure.Error)
 		// this one twice and the first copy was applied.
 		r.named = r.verdict.report.Refs
 		return r.proved(a), nil
-	case f.Class == failure.Behind && (r.Rebase || r.Regenerate != ""):
+	case f.Class == failure.Behind && (r.rebase || r.Regenerate != ""):
 		if r.pending = r.cureTarget(a, r.verdict); r.pending == nil {
 			return engine.Stop, nil
 		}
@@ -236,7 +251,7 @@ func (r *pushRun) Cure(ctx context.Context, a *engine.Attempt, f *failure.Error)
 // pushed value (applyCure), and the push needs no check of its own.
 func (r *pushRun) cureFetches(f *failure.Error) bool {
 	refs := r.verdict.report.Refs
-	return f.Class == failure.Behind && (r.Rebase || r.Regenerate != "") && len(refs) == 1 && refs[0].From != ""
+	return f.Class == failure.Behind && (r.rebase || r.Regenerate != "") && len(refs) == 1 && refs[0].From != ""
 }
 
 // proved ends the run as a success the remote proves.

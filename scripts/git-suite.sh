@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# git-suite.sh: run git's own tests of update-ref and fetch with refretry in front of
-# git 2.55, through its git shim, on both ref backends.
+# git-suite.sh: run git's own tests of update-ref, fetch and push with refretry in front
+# of git 2.55, through its git shim, on both ref backends.
 #
 # Usage: scripts/git-suite.sh [TEST ...]     (default: the list below; make git-suite)
 #
 # git's test suite (t/, from the same source git 2.55 is built from) runs the git it is
 # given by GIT_TEST_INSTALLED. Here that is a directory whose `git` runs refretry under
-# the name git (docs/shim.md) with REFRETRY_GIT naming git 2.55: every `git update-ref`
-# and `git fetch` a test script runs goes through refretry, everything else is handed to
-# git 2.55. Each test runs with GIT_TEST_DEFAULT_REF_FORMAT=files and =reftable. How many
-# update-ref and fetch runs refretry made is printed from its log file (REFRETRY_LOG_FILE),
+# the name git (docs/shim.md) with REFRETRY_GIT naming git 2.55: every `git update-ref`,
+# `git fetch` and `git push` a test script runs goes through refretry, everything else is
+# handed to git 2.55. Each test runs with GIT_TEST_DEFAULT_REF_FORMAT=files and =reftable.
+# How many update-ref, fetch and push runs refretry made is printed from its log file (REFRETRY_LOG_FILE),
 # with the attempts that were retries, so a run that bypassed refretry shows.
 #
 # It builds git's source tree once (scripts/get-git.sh --source, kept in the cache next
@@ -50,8 +50,8 @@ for format in files reftable; do
 		rc=0
 		out=$(cd "$src/t" && GIT_TEST_DEFAULT_REF_FORMAT=$format GIT_TEST_INSTALLED="$bin/installed" ./"$t" 2>&1) || rc=$?
 		summary=$(printf '%s\n' "$out" | grep -E '^# (passed|failed|still have)|^1\.\.0 # SKIP' | tr '\n' ' ')
-		printf '%s [%s]: %s(refretry ran update-ref %d times, fetch %d times; retried attempts %d)\n' \
-			"$t" "$format" "$summary" "$(runs update-ref)" "$(runs fetch)" \
+		printf '%s [%s]: %s(refretry ran update-ref %d times, fetch %d times, push %d times; retried attempts %d)\n' \
+			"$t" "$format" "$summary" "$(runs update-ref)" "$(runs fetch)" "$(runs push)" \
 			"$(grep '"msg":"attempt"' "$bin/log.jsonl" | grep -vc '"attempt":1,' || true)"
 		if [ "$rc" != 0 ]; then
 			failed=1

@@ -1,5 +1,6 @@
 // Package settings is what every refretry command reads only once something has
-// failed: the retry budget and schedule, and the stale-lock policy. The runners of
+// failed: the retry budget and schedule, the stale-lock policy, and whether a push
+// that lost a race is rebased. The runners of
 // packages transaction, push, fetch and gather take it alike, as a function of their
 // Runner (Settings func() (settings.Settings, error)), so that reading it (from git
 // config, say) costs nothing when the first attempt succeeds.
@@ -36,6 +37,12 @@ type Settings struct {
 	// BreakStaleLocks: remove a local lock found stale, then retry (a remote's locks
 	// are the server's, and never removed).
 	BreakStaleLocks bool
+	// PushRebase: a push rejected because the remote moved the branch is rebased and
+	// pushed again, as push.Runner.Rebase does, when the push can be rebased safely
+	// (package push says which can). It is the job's opt-in (REFRETRY_PUSH_REBASE,
+	// refretry.pushRebase) for pushes whose command line is not refretry's: the git
+	// shim's `git push`. Only push reads it.
+	PushRebase bool
 }
 
 // Default is what a Runner whose Settings function is nil uses: [retry.DefaultPolicy]

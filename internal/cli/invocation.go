@@ -75,7 +75,8 @@ func (in *invocation) settings() (settings.Settings, error) {
 	if err := p.Validate(); err != nil {
 		return settings.Settings{}, err
 	}
-	return settings.Settings{Policy: p, StaleAfter: v.StaleAfter, PIDGrace: v.PIDGrace, BreakStaleLocks: v.BreakStaleLocks}, nil
+	return settings.Settings{Policy: p, StaleAfter: v.StaleAfter, PIDGrace: v.PIDGrace, BreakStaleLocks: v.BreakStaleLocks,
+		PushRebase: v.PushRebase}, nil
 }
 
 // log starts the reports of one run of command (internal/report).

@@ -109,12 +109,16 @@ func (c *PushCmd) Run(in *invocation) error {
 	if c.Gather {
 		return c.runGather(in, lg, rest)
 	}
-	p := &push.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-		NoAtomic: c.NoAtomic, Rebase: c.Rebase, Regenerate: c.Regenerate,
-		Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
-	}
-	res, err := p.Run(in.ctx, rest, nil, in.s.Stdout, lg.Stderr())
+	return runPush(in, lg, &push.Runner{NoAtomic: c.NoAtomic, Rebase: c.Rebase, Regenerate: c.Regenerate}, rest)
+}
+
+// runPush runs p, completed with what the invocation gives every push (git, -C,
+// the environment, the settings, the reporter), with git push's arguments args, and
+// reports it: `refretry push` and the shim's `git push`.
+func runPush(in *invocation, lg *report.Log, p *push.Runner, args []string) error {
+	p.Git, p.Dirs, p.Env = in.git(), in.opts.Dirs, in.env
+	p.Settings, p.OnAttempt, p.Note = in.settings, lg.Attempt, lg.Note
+	res, err := p.Run(in.ctx, args, nil, in.s.Stdout, lg.Stderr())
 	lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 	if errors.Is(err, failure.ErrGitNotFound) {
 		return exitError(report.ExitGitMissing)

@@ -12,6 +12,7 @@ import (
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/internal/shim"
+	"github.com/refretry/refretry/push"
 )
 
 // ShimCmd manages the git shim: refretry installed under the name git, so that tools
@@ -143,15 +144,16 @@ func appendLine(path, line string) error {
 }
 
 // RunAsGit is refretry started under the name git (the shim). It decides before
-// anything else: a call that is not `update-ref` or `fetch` goes to the real git
+// anything else: a call that is not `update-ref`, `fetch` or `push` goes to the real git
 // through execGit (in place, on Unix) without refretry parsing its own options or
 // reading git config. A call from a git that refretry runs (shim.BypassVar) always
 // goes to the real git. An update-ref or a fetch runs as `refretry update-ref` or
-// `refretry fetch` would, with git's global options passed on to the real git;
+// `refretry fetch` would, a push as shimPush says, with git's global options passed
+// on to the real git;
 // refretry's own settings then come from the environment (REFRETRY_TIMEOUT, …) and git
 // config, as the shim's command line is git's.
 //
-// ctx matters only for update-ref and fetch: it carries the signal handling their
+// ctx matters only for update-ref, fetch and push: it carries the signal handling their
 // retries need.
 func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self string,
 	execGit func(path string, args, env []string) (int, error)) int {
@@ -163,7 +165,7 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 	}
 	childEnv := gitexec.Setenv(env, shim.HandoffVar, found.Handoff)
 	call, ok := shim.Parse(args)
-	if !ok || !call.UpdateRef() && !call.Fetch() || getenv(shim.BypassVar) != "" {
+	if !ok || !call.UpdateRef() && !call.Fetch() && !call.Push() || getenv(shim.BypassVar) != "" {
 		code, err := execGit(found.Path, args, childEnv)
 		if err != nil {
 			fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)
@@ -177,8 +179,25 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 	}
 	childEnv = gitexec.Setenv(childEnv, shim.BypassVar, "1")
 	in := &invocation{ctx: ctx, opts: &Options{Dirs: call.Dirs, Git: found.Path}, env: childEnv, s: s}
-	if call.Fetch() {
+	switch {
+	case call.Fetch():
 		return exitCode(s.Stderr, (&FetchCmd{Args: call.Args, GitArgs: call.Options}).Run(in))
+	case call.Push():
+		return exitCode(s.Stderr, shimPush(in, call))
 	}
 	return exitCode(s.Stderr, (&UpdateRefCmd{Args: call.Args, GitArgs: call.Options}).Run(in))
+}
+
+// shimPush runs the shim's `git push` with git's semantics in refretry's push engine:
+// the arguments are git's alone (refretry push's own options, --rebase and the rest,
+// are not read: git refuses them, as it would), the push is atomic only if the caller
+// said --atomic, and a push that lost a race is rebased only when the job opted in
+// (REFRETRY_PUSH_REBASE, refretry.pushRebase: settings.PushRebase, read once something
+// failed) and it can be rebased safely (package push).
+func shimPush(in *invocation, call shim.Call) error {
+	arm(in.ctx) // a push may take long: catch signals from the start (signals.go)
+	if err := in.check(); err != nil {
+		return err
+	}
+	return runPush(in, in.log("push"), &push.Runner{NoAtomic: true, GlobalArgs: call.Options}, call.Args)
 }

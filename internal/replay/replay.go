@@ -38,7 +38,9 @@ func (c *ConflictError) Error() string {
 type Repo struct {
 	Git  string
 	Dirs []string
-	Env  []string
+	// GlobalArgs are git's global options given after the -C directories (`-c k=v`).
+	GlobalArgs []string
+	Env        []string
 }
 
 // Keep says what of a replayed commit's identity is kept besides its author, author
@@ -305,6 +307,9 @@ func isTrailerBlock(para string) bool {
 
 // Command is a git command in the repository with env.
 func (r Repo) Command(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	if len(r.GlobalArgs) > 0 {
+		args = append(append(make([]string, 0, len(r.GlobalArgs)+len(args)), r.GlobalArgs...), args...)
+	}
 	return gitexec.Command(ctx, r.git(), r.Dirs, env, args...)
 }
 

@@ -1,13 +1,13 @@
 // Package shim lets refretry stand in for git itself: installed under the name git in a
 // directory early on PATH, it handles `git update-ref` and `git fetch` the way
-// `refretry update-ref` and `refretry fetch` do and hands every other command to the
-// real git unchanged.
+// `refretry update-ref` and `refretry fetch` do, runs `git push` in refretry's push
+// engine with git's semantics, and hands every other command to the real git unchanged.
 //
 // The package holds the parts that do not depend on refretry's command line:
 //
 //   - Parse reads git's global options (the ones before the subcommand) exactly as
-//     git 2.55's handle_options does, and says whether the call is an update-ref or
-//     a fetch that refretry can run with the same meaning;
+//     git 2.55's handle_options does, and says whether the call is an update-ref, a
+//     fetch or a push that refretry can run with the same meaning;
 //   - Find locates the real git: REFRETRY_GIT, else the next git on PATH that is not
 //     this executable (compared by file identity, so a directory listed twice or
 //     reached through a symbolic link cannot make the shim call itself);

@@ -43,6 +43,25 @@ func (c Call) Fetch() bool {
 	return true
 }
 
+// Push reports whether the call is a `git push` that refretry runs (package push,
+// with git's own semantics: not atomic unless the caller says --atomic, git's output
+// and exit code). -h, --help and --help-all before "--" (git's usage and manual page)
+// go to the real git.
+func (c Call) Push() bool {
+	if c.Command != "push" {
+		return false
+	}
+	for _, a := range c.Args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "--help" || a == "--help-all" {
+			return false
+		}
+	}
+	return true
+}
+
 // Parse reads args (git's arguments, without argv[0]) as git 2.55's handle_options
 // does. ok is false for anything refretry should not interpret: an option git does
 // not know (git prints its usage), a missing value, the options that print something

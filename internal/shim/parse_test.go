@@ -142,3 +142,33 @@ func splitNUL(s string) []string {
 	}
 	return append(out, s[start:])
 }
+
+// TestPush: which pushes the shim runs in refretry's push engine; git's help forms go
+// to the real git.
+func TestPush(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"push"}, true},
+		{[]string{"push", "origin", "main"}, true},
+		{[]string{"-C", "x", "-c", "k=v", "push", "--porcelain", "origin"}, true},
+		{[]string{"push", "origin", "--", "--help"}, true}, // a refspec named --help
+		{[]string{"push", "--help"}, false},
+		{[]string{"push", "origin", "-h"}, false},
+		{[]string{"push", "--help-all"}, false},
+		{[]string{"fetch", "origin"}, false},
+		{[]string{"pushx"}, false},
+		{[]string{"-c", "alias.p=push", "p"}, false}, // an alias is git's
+	}
+	for _, tc := range tests {
+		c, ok := Parse(tc.args)
+		if !ok {
+			t.Fatalf("Parse(%q) failed", tc.args)
+		}
+		if got := c.Push(); got != tc.want {
+			t.Errorf("Parse(%q).Push() = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

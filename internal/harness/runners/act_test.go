@@ -211,6 +211,49 @@ func TestActGather(t *testing.T) {
 	}
 }
 
+// TestActAutoCommit runs testdata/autocommit.yml with act: 8 matrix jobs, each with
+// the Action's install-shim and push-rebase, then a step of git-auto-commit-action's
+// shape (git add, git commit, a plain git push --set-upstream origin HEAD:results
+// --follow-tags --atomic), the jobs at once, so that pushes lose races. The push goes
+// through the shim (git on PATH is it), every job succeeds, every commit lands once, and
+// each job ends on its own commit with a clean work tree.
+func TestActAutoCommit(t *testing.T) {
+	need(t)
+	for _, backend := range []string{"files", "reftable"} {
+		t.Run(backend, func(t *testing.T) {
+			w := newWorld(t, backend)
+			reports := t.TempDir()
+			run := w.runAct(t, filepath.Join("testdata", "autocommit.yml"), reports)
+			run.checkJobs(t, "commit", 8)
+			var want []string
+			for i := 1; i <= 8; i++ {
+				want = append(want, fmt.Sprintf("result of shard %d", i))
+				read := func(name string) string {
+					b, err := os.ReadFile(filepath.Join(reports, fmt.Sprintf("shard-%d", i), name))
+					if err != nil {
+						t.Errorf("shard %d: %v", i, err)
+					}
+					return strings.TrimSpace(string(b))
+				}
+				if got := read("outcome"); got != "success" {
+					t.Errorf("shard %d: the push step: %q", i, got)
+				}
+				if got := read("git"); !strings.HasSuffix(got, "/refretry-shim/git") {
+					t.Errorf("shard %d: git on PATH is %q, not the shim", i, got)
+				}
+				if got := read("head"); got != want[i-1] {
+					t.Errorf("shard %d: HEAD is %q after the push, want its own commit", i, got)
+				}
+				if got := read("status"); got != "" {
+					t.Errorf("shard %d: git status --porcelain after the push:\n%s", i, got)
+				}
+			}
+			w.checkLanded(t, want)
+			w.checkNoLeftovers(t)
+		})
+	}
+}
+
 // TestActExamples runs the GitHub examples as a user would copy them, unchanged, with
 // act (files backend): gather.yml (8 jobs landing on results, then the same 8 again,
 // as a re-run, which lands nothing twice) and matrix.yml (8 jobs
