@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,6 +90,22 @@ func TestShimExternal(t *testing.T) {
 			}
 			if g, s := read("path-git"), read("path-shim"); s != filepath.Dir(shimGit)+":"+g {
 				t.Errorf("PATH through the shim %q, want the shim's directory before git's %q", s, g)
+			}
+
+			// Standard output on /dev/null, a character device but not a terminal: the
+			// shim still runs the command.
+			null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer null.Close()
+			cmd := exec.Command(shimGit, "foo", "devnull")
+			cmd.Dir, cmd.Env, cmd.Stdout = r.Dir, env, null
+			if err := cmd.Run(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 7 {
+				t.Errorf("git foo > /dev/null through the shim: %v", err)
+			}
+			if log, _ := os.ReadFile(logFile); strings.Count(string(log), `"msg":"summary"`) != 4 {
+				t.Errorf("git foo > /dev/null: its git calls missed refretry:\n%s", log)
 			}
 
 			// A command killed by a signal, and one that does not exist: git's words

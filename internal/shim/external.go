@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"golang.org/x/sys/unix"
 )
 
 // External is a git-<name> program that git would run for a call, found where git
@@ -200,10 +201,12 @@ func selfDir(getenv func(string) string, self string) string {
 	return ""
 }
 
-// isTerminal reports whether f is a terminal.
+// isTerminal reports whether f is a terminal, as isatty(3) does: it has terminal
+// settings. Being a character device is not enough: /dev/null is one, and git pages
+// nothing into it.
 func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlReadTermios)
+	return err == nil
 }
 
 // RunExternal runs x as git's execv_dashed_external does: a child with the shim's
