@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,6 +117,72 @@ func TestShimExternal(t *testing.T) {
 				if got != want || want.code == 0 {
 					t.Errorf("%q through the shim:\n%+v\nwant (git directly):\n%+v", args, got, want)
 				}
+			}
+		})
+	}
+}
+
+// TestShimFilterRepo runs git-filter-repo (an external command, when installed) as
+// `git filter-repo` on two clones of one repository, with plain git and with the shim
+// first on PATH: through the shim its ref updates reach refretry, and the rewritten refs
+// are the same as plain git's, with both gits and both backends.
+func TestShimFilterRepo(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git-filter-repo"); err != nil {
+		t.Skip("git-filter-repo is not installed (Debian: apt-get install git-filter-repo): nothing to run")
+	}
+	for _, bc := range backends(t) {
+		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
+			t.Parallel()
+			r := testutil.NewRepo(t, bc.git, bc.backend)
+			for _, f := range []string{"keep", "secret/a", "secret/b"} {
+				p := filepath.Join(r.Dir, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(f+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				r.Run("add", f)
+				r.Run("commit", "-q", "-m", "add "+f)
+			}
+			r.Run("branch", "side", "HEAD~1")
+			r.Run("tag", "v1", "HEAD~2")
+			shimGit, env := shimSetup(t, r)
+			plainEnv := slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
+			plainEnv = append(plainEnv, "PATH="+filepath.Dir(r.Git.Path)+":"+os.Getenv("PATH"))
+			logFile := filepath.Join(t.TempDir(), "log")
+			env = append(env, "REFRETRY_LOG_FILE="+logFile)
+			refs := map[string]string{}
+			for _, run := range []struct {
+				name string
+				env  []string
+				git  string // what `git` on this run's PATH is
+			}{{"plain", plainEnv, r.Git.Path}, {"shim", env, shimGit}} {
+				dst := filepath.Join(t.TempDir(), run.name)
+				clone := []string{"clone", "-q", "--no-local"}
+				if bc.backend == "reftable" {
+					clone = append(clone, "--ref-format=reftable")
+				}
+				if res := runCmd(t, r.Dir, run.env, "", r.Git.Path, append(clone, r.Dir, dst)...); res.code != 0 {
+					t.Fatalf("clone: %+v", res)
+				}
+				runCmd(t, dst, run.env, "", r.Git.Path, "branch", "-q", "side", "origin/side")
+				if res := runCmd(t, dst, run.env, "", run.git, "filter-repo", "--quiet", "--path", "secret", "--invert-paths"); res.code != 0 {
+					t.Fatalf("git filter-repo (%s): %+v", run.name, res)
+				}
+				refs[run.name] = runCmd(t, dst, run.env, "", r.Git.Path, "for-each-ref", "--format=%(refname) %(objectname)").stdout
+				_, err := os.Stat(logFile)
+				if logged := err == nil; logged != (run.name == "shim") {
+					t.Errorf("%s: refretry ran: %v", run.name, logged)
+				}
+			}
+			if refs["plain"] != refs["shim"] || strings.Count(refs["plain"], "\n") < 3 {
+				t.Errorf("refs after filter-repo, plain:\n%s\nthrough the shim:\n%s", refs["plain"], refs["shim"])
+			}
+			log, _ := os.ReadFile(logFile)
+			if n := strings.Count(string(log), `"command":"update-ref"`); n == 0 {
+				t.Errorf("no update-ref reached refretry:\n%s", log)
 			}
 		})
 	}
