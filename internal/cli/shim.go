@@ -144,14 +144,15 @@ func appendLine(path, line string) error {
 }
 
 // RunAsGit is refretry started under the name git (the shim). It decides before
-// anything else: a call that is not `update-ref`, `fetch` or `push` goes to the real git
-// through execGit (in place, on Unix) without refretry parsing its own options or
-// reading git config. A call from a git that refretry runs (shim.BypassVar) always
-// goes to the real git. An update-ref or a fetch runs as `refretry update-ref` or
-// `refretry fetch` would, a push as shimPush says, with git's global options passed
-// on to the real git;
-// refretry's own settings then come from the environment (REFRETRY_TIMEOUT, …) and git
-// config, as the shim's command line is git's.
+// anything else: a call that is not `update-ref`, `fetch` or `push` goes to the real
+// git through execGit (in place, on Unix) without refretry parsing its own options or
+// reading git config, except a call git would hand to an external git-<name> program,
+// which the shim runs itself with itself first on PATH (shim.LookExternal). A call
+// from a git that refretry runs (shim.BypassVar) always goes to the real git. An
+// update-ref or a fetch runs as `refretry update-ref` or `refretry fetch` would, a push
+// as shimPush says, with git's global options passed on to the real git; refretry's
+// own settings then come from the environment (REFRETRY_TIMEOUT, …) and git config,
+// as the shim's command line is git's.
 //
 // ctx matters only for update-ref, fetch and push: it carries the signal handling their
 // retries need.
@@ -165,7 +166,17 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 	}
 	childEnv := gitexec.Setenv(env, shim.HandoffVar, found.Handoff)
 	call, ok := shim.Parse(args)
-	if !ok || !call.UpdateRef() && !call.Fetch() && !call.Push() || getenv(shim.BypassVar) != "" {
+	handled := func(c shim.Call) bool { return c.UpdateRef() || c.Fetch() || c.Push() }
+	if ok && getenv(shim.BypassVar) == "" && !handled(call) {
+		// An external git-<name> (git filter-repo, say): the shim runs it itself, so
+		// that the git it runs is the shim again and not the git in git's exec path.
+		if x, ok := shim.LookExternal(call, env, found.Path, self); ok {
+			if code, started := shim.RunExternal(x); started {
+				return code
+			}
+		}
+	}
+	if !ok || !handled(call) || getenv(shim.BypassVar) != "" {
 		code, err := execGit(found.Path, args, childEnv)
 		if err != nil {
 			fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)

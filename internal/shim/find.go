@@ -40,14 +40,10 @@ type Found struct {
 // leads past it. PATH entries that are empty or relative are skipped: the shim never
 // runs a git from the current directory.
 func Find(getenv func(string) string, self string) (Found, error) {
-	me, err := os.Stat(self)
-	if err != nil {
+	if _, err := os.Stat(self); err != nil {
 		return Found{}, fmt.Errorf("cannot identify the shim's own executable: %w", err)
 	}
-	isSelf := func(p string) bool {
-		fi, err := os.Stat(p)
-		return err == nil && os.SameFile(fi, me)
-	}
+	isSelf := func(p string) bool { return sameFile(p, self) }
 	dirs := filepath.SplitList(getenv("PATH"))
 	start, useEnv := 0, true
 	switch h := getenv(HandoffVar); h {
@@ -101,6 +97,17 @@ func lookup(g string) string {
 		return ""
 	}
 	return p
+}
+
+// sameFile reports whether paths a and b name one file (device and inode), following
+// symbolic links.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // Invoked reports whether argv0 (the name this process was started under) makes it the

@@ -58,3 +58,25 @@ func TestShimParseMatchesGit(t *testing.T) {
 		}
 	}
 }
+
+// TestShimBuiltinsCoverGit asks both gits for their builtins: every one must be in the
+// shim's list, or the shim would look for a git-<name> program for a command git runs
+// itself (and, in a git that links its builtins into the exec path, run it there).
+func TestShimBuiltinsCoverGit(t *testing.T) {
+	t.Parallel()
+	for _, g := range testutil.Gits(t) {
+		out, err := exec.Command(g.Path, "--list-cmds=builtins").Output()
+		if err != nil {
+			t.Fatalf("%s --list-cmds=builtins: %v", g.Path, err)
+		}
+		names := strings.Fields(string(out))
+		if len(names) < 100 {
+			t.Fatalf("%s lists %d builtins:\n%s", g.Path, len(names), out)
+		}
+		for _, name := range names {
+			if !builtins[name] {
+				t.Errorf("%s (%s): builtin %s is not in builtins.go", g.Name(), g.Path, name)
+			}
+		}
+	}
+}

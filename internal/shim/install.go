@@ -92,10 +92,8 @@ func Uninstall(dir, self string) (removed bool, err error) {
 // it), a symbolic link to an executable named refretry (another version), or a copy
 // with self's content.
 func isShim(entry, self string) bool {
-	if a, err := os.Stat(entry); err == nil {
-		if b, err := os.Stat(self); err == nil && os.SameFile(a, b) {
-			return true
-		}
+	if sameFile(entry, self) {
+		return true
 	}
 	if target, err := os.Readlink(entry); err == nil {
 		base := strings.ToLower(filepath.Base(target))
