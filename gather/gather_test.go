@@ -83,7 +83,7 @@ func newJob(t *testing.T, r *remote, name string, files map[string]string) job {
 
 func (j job) runner(r *remote, configure func(*gather.Runner)) *gather.Runner {
 	gr := &gather.Runner{
-		Git: r.g.Path, Dirs: []string{j.dir}, Env: j.env, Remote: "origin", Branch: "main", Source: "HEAD",
+		Git: r.g.Path, Dirs: []string{j.dir}, Env: j.env,
 		Settings: func() (settings.Settings, error) {
 			return settings.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
 				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
@@ -107,6 +107,9 @@ type outcome struct {
 // for a fake one would make their looks at the remote a busy loop.
 func fakeTime(gr *gather.Runner) { gr.Clock = fakegittest.NewClockAt(time.Now()) }
 
+// pushArgs are the git push arguments every job's gather lands: its HEAD on main.
+var pushArgs = []string{"origin", "main"}
+
 // all runs every job's gather at once.
 func all(jobs []job, r *remote, configure func(*gather.Runner)) []outcome {
 	out := make([]outcome, len(jobs))
@@ -115,7 +118,7 @@ func all(jobs []job, r *remote, configure func(*gather.Runner)) []outcome {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i].res, out[i].err = j.runner(r, configure).Run(context.Background(), nil)
+			out[i].res, out[i].err = j.runner(r, configure).Run(context.Background(), pushArgs, nil, nil, nil)
 		}()
 	}
 	wg.Wait()
@@ -386,7 +389,7 @@ func TestGatherMixedKeys(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			gr := j.runner(r, func(gr *gather.Runner) { gr.Key = keys[i%2] })
-			outs[i].res, outs[i].err = gr.Run(context.Background(), nil)
+			outs[i].res, outs[i].err = gr.Run(context.Background(), pushArgs, nil, nil, nil)
 		}()
 	}
 	wg.Wait()
@@ -416,7 +419,7 @@ func TestGatherMixedKeys(t *testing.T) {
 	t.Logf("%d refusals of another pipeline's commit", refused)
 
 	short := newJob(t, r, "short", map[string]string{"s": "x"})
-	_, err := short.runner(r, func(gr *gather.Runner) { gr.Key = []byte("short") }).Run(context.Background(), nil)
+	_, err := short.runner(r, func(gr *gather.Runner) { gr.Key = []byte("short") }).Run(context.Background(), pushArgs, nil, nil, nil)
 	var ke *gather.KeyError
 	if !errors.As(err, &ke) || ke.Len != 5 {
 		t.Errorf("a 5-byte key: %v, want a *KeyError", err)
