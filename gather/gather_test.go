@@ -114,17 +114,11 @@ func fakeTime(gr *gather.Runner) { gr.Clock = fakegittest.NewClockAt(time.Now())
 
 // all runs every job's gather at once.
 func all(jobs []job, r *remote, configure func(*gather.Runner)) []outcome {
-	out := make([]outcome, len(jobs))
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i].res, out[i].err = j.runner(r, configure).Run(context.Background(), pushArgs, nil, nil, nil)
-		}()
-	}
-	wg.Wait()
-	return out
+	return runJobs(jobs, r, func(_ int, gr *gather.Runner) {
+		if configure != nil {
+			configure(gr)
+		}
+	}, func() {})
 }
 
 // together runs every job's gather at once, the jobs waiting for each other's real
@@ -136,28 +130,35 @@ func together(t *testing.T, jobs []job, r *remote, configure func(i int, gr *gat
 	t.Helper()
 	start := time.Now()
 	clock := sharedclock.New(start, len(jobs))
+	out := runJobs(jobs, r, func(i int, gr *gather.Runner) {
+		gr.Clock = clock
+		if configure != nil {
+			configure(i, gr)
+		}
+	}, clock.Leave)
+	// Every job that staged waited before its first look: on the shared clock, or
+	// the test would not be what it says.
+	if clock.Waits() == 0 || !clock.Now().After(start) {
+		t.Errorf("the jobs made %d waits on the shared clock, which is %v past its start", clock.Waits(), clock.Now().Sub(start))
+	}
+	return out
+}
+
+// runJobs runs every job's gather at once, job i's Runner set by configure, and calls
+// done as each one ends.
+func runJobs(jobs []job, r *remote, configure func(i int, gr *gather.Runner), done func()) []outcome {
 	out := make([]outcome, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer clock.Leave()
-			gr := j.runner(r, func(gr *gather.Runner) {
-				gr.Clock = clock
-				if configure != nil {
-					configure(i, gr)
-				}
-			})
+			defer done()
+			gr := j.runner(r, func(gr *gather.Runner) { configure(i, gr) })
 			out[i].res, out[i].err = gr.Run(context.Background(), pushArgs, nil, nil, nil)
 		}()
 	}
 	wg.Wait()
-	// Every job that staged waited before its first look: on the shared clock, or
-	// the test would not be what it says.
-	if clock.Waits() == 0 || !clock.Now().After(start) {
-		t.Errorf("the jobs made %d waits on the shared clock, which is %v past its start", clock.Waits(), clock.Now().Sub(start))
-	}
 	return out
 }
 
