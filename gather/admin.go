@@ -31,10 +31,11 @@ type Listing struct {
 	Entries []Entry // oldest first
 }
 
-// List reads the branch's staged, conflicting and discarded commits and its lease
-// from the remote (one ls-remote).
-func (r *Runner) List(ctx context.Context) (Listing, error) {
-	u := r.newRun(ctx, nil)
+// List reads the staged, conflicting and discarded commits of branch ("main" or
+// "refs/heads/main") and its lease from remote (a name or a URL, as git push takes
+// it), with one ls-remote.
+func (r *Runner) List(ctx context.Context, remote, branch string) (Listing, error) {
+	u := r.newRun(ctx, target{remote: remote, branch: branch}, nil)
 	st, err := u.look(ctx)
 	if err != nil {
 		return Listing{}, err
@@ -60,16 +61,16 @@ func (r *Runner) List(ctx context.Context) (Listing, error) {
 	return l, nil
 }
 
-// Land gathers what is staged without a commit of its own, as a fan-in job or an
-// operator after an outage does: it takes the lease (waiting for a gather in
-// progress, and taking over a lease that has not changed for LeaseTimeout), gathers
-// wave after wave until nothing that may land is staged, and returns how many
-// commits it landed. With a Key, what does not verify stays staged (Result.Refused),
-// unless Accept names it.
+// Land gathers what is staged for branch on remote (as List takes them) without a
+// commit of its own, as a fan-in job or an operator after an outage does: it takes
+// the lease (waiting for a gather in progress, and taking over a lease that has not
+// changed for LeaseTimeout), gathers wave after wave until nothing that may land is
+// staged, and returns how many commits it landed. With a Key, what does not verify
+// stays staged (Result.Refused), unless Accept names it.
 // Commits that conflict are left in the conflict namespace. git's output reaches
 // stderr (nil discards it) only when a push fails for good.
-func (r *Runner) Land(ctx context.Context, stderr io.Writer) (Result, error) {
-	u := r.newRun(ctx, stderr)
+func (r *Runner) Land(ctx context.Context, remote, branch string, stderr io.Writer) (Result, error) {
+	u := r.newRun(ctx, target{remote: remote, branch: branch}, stderr)
 	defer u.cleanup()
 	if u.err != nil { // a policy that cannot work, a git that cannot replay
 		return u.res, u.err
@@ -141,13 +142,13 @@ func (u *run) leaseMarker(ctx context.Context) (string, error) {
 	return u.repo.CommitTree(ctx, info, empty, "", false)
 }
 
-// Discard removes staged commits (by id) from the remote in one atomic push, marking
-// each discarded so that its job, if it is still waiting, fails instead of waiting on;
-// it removes conflict and discarded marks of those ids too. An id the remote does not
-// have is an error, and nothing is removed. git's output reaches stderr (nil discards
-// it) when the push fails.
-func (r *Runner) Discard(ctx context.Context, ids []string, stderr io.Writer) error {
-	u := r.newRun(ctx, stderr)
+// Discard removes staged commits of branch (by id) from remote (as List takes them)
+// in one atomic push, marking each discarded so that its job, if it is still waiting,
+// fails instead of waiting on; it removes conflict and discarded marks of those ids
+// too. An id the remote does not have is an error, and nothing is removed. git's
+// output reaches stderr (nil discards it) when the push fails.
+func (r *Runner) Discard(ctx context.Context, remote, branch string, ids []string, stderr io.Writer) error {
+	u := r.newRun(ctx, target{remote: remote, branch: branch}, stderr)
 	st, err := u.look(ctx)
 	if err != nil {
 		return err

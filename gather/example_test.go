@@ -45,9 +45,10 @@ func ExampleRunner() {
 
 	r := &gather.Runner{
 		Git:  testutil.ExampleGit(), // git 2.40 or later: gather replays with merge-tree
-		Dirs: []string{work}, Env: env, Remote: "file://" + remote, Branch: "main",
+		Dirs: []string{work}, Env: env,
 	}
-	res, err := r.Run(context.Background(), os.Stderr)
+	// The arguments of `git push file://… HEAD:main`, which the gather lands.
+	res, err := r.Run(context.Background(), []string{"file://" + remote, "HEAD:main"}, nil, nil, os.Stderr)
 	if err != nil {
 		fmt.Println(err) // a *ConflictError, *NotLandedError, *DiscardedError, *MovedError, …
 		return
@@ -87,10 +88,10 @@ func ExampleRunner_Discard() {
 	id := "0190a8c2-3f40-7000-8000-000000000007"
 	git("-C", work, "push", "-q", remote, "HEAD:refs/refretry/gather/main/"+id)
 
-	r := &gather.Runner{Dirs: []string{work}, Env: os.Environ(), Remote: remote, Branch: "main"}
+	r := &gather.Runner{Dirs: []string{work}, Env: os.Environ()}
 	ctx := context.Background()
 	list := func() {
-		l, err := r.List(ctx)
+		l, err := r.List(ctx, remote, "main")
 		if err != nil {
 			panic(err)
 		}
@@ -99,7 +100,7 @@ func ExampleRunner_Discard() {
 		}
 	}
 	list()
-	if err := r.Discard(ctx, []string{id}, os.Stderr); err != nil {
+	if err := r.Discard(ctx, remote, "main", []string{id}, os.Stderr); err != nil {
 		panic(err)
 	}
 	list()

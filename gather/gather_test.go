@@ -16,6 +16,7 @@ import (
 	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
 	"github.com/refretry/refretry/internal/harness/hermetic"
+	"github.com/refretry/refretry/internal/harness/sharedclock"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
@@ -83,7 +84,7 @@ func newJob(t *testing.T, r *remote, name string, files map[string]string) job {
 
 func (j job) runner(r *remote, configure func(*gather.Runner)) *gather.Runner {
 	gr := &gather.Runner{
-		Git: r.g.Path, Dirs: []string{j.dir}, Env: j.env, Remote: "origin", Branch: "main", Source: "HEAD",
+		Git: r.g.Path, Dirs: []string{j.dir}, Env: j.env,
 		Settings: func() (settings.Settings, error) {
 			return settings.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
 				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
@@ -100,22 +101,61 @@ type outcome struct {
 	err error
 }
 
+// pushArgs are the git push arguments every job's gather lands: its HEAD on main.
+var pushArgs = []string{"origin", "main"}
+
 // fakeTime gives a Runner a clock of its own that never sleeps: a wait advances it
 // at once (fakegittest.Clock). It starts at the real time, which the staged ids
 // carry. For a job whose waits are timeouts (a lease's, the budget's) and for one
-// that runs alone; jobs that wait for each other's real pushes keep the real clock,
-// for a fake one would make their looks at the remote a busy loop.
+// that runs alone; jobs that wait for each other's real pushes share a clock
+// (together), for clocks of their own would make their looks at the remote a busy
+// loop.
 func fakeTime(gr *gather.Runner) { gr.Clock = fakegittest.NewClockAt(time.Now()) }
 
 // all runs every job's gather at once.
 func all(jobs []job, r *remote, configure func(*gather.Runner)) []outcome {
+	return runJobs(jobs, r, func(_ int, gr *gather.Runner) {
+		if configure != nil {
+			configure(gr)
+		}
+	}, func() {})
+}
+
+// together runs every job's gather at once, the jobs waiting for each other's real
+// pushes on one shared clock (sharedclock): it starts at the real time, which the
+// staged ids carry, and passes only while every job waits, so that a waiter looks at
+// the remote once a wait of its has passed on that clock, however long the real
+// pushes take, and no job sleeps on real time. configure sets job i's Runner.
+func together(t *testing.T, jobs []job, r *remote, configure func(i int, gr *gather.Runner)) []outcome {
+	t.Helper()
+	start := time.Now()
+	clock := sharedclock.New(start, len(jobs))
+	out := runJobs(jobs, r, func(i int, gr *gather.Runner) {
+		gr.Clock = clock
+		if configure != nil {
+			configure(i, gr)
+		}
+	}, clock.Leave)
+	// Every job that staged waited before its first look: on the shared clock, or
+	// the test would not be what it says.
+	if clock.Waits() == 0 || !clock.Now().After(start) {
+		t.Errorf("the jobs made %d waits on the shared clock, which is %v past its start", clock.Waits(), clock.Now().Sub(start))
+	}
+	return out
+}
+
+// runJobs runs every job's gather at once, job i's Runner set by configure, and calls
+// done as each one ends.
+func runJobs(jobs []job, r *remote, configure func(i int, gr *gather.Runner), done func()) []outcome {
 	out := make([]outcome, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i].res, out[i].err = j.runner(r, configure).Run(context.Background(), nil)
+			defer done()
+			gr := j.runner(r, func(gr *gather.Runner) { configure(i, gr) })
+			out[i].res, out[i].err = gr.Run(context.Background(), pushArgs, nil, nil, nil)
 		}()
 	}
 	wg.Wait()
@@ -154,7 +194,7 @@ func TestGatherLands(t *testing.T) {
 				}
 				jobs[i] = newJob(t, r, fmt.Sprintf("job-%02d", i), files)
 			}
-			outs := all(jobs, r, nil)
+			outs := together(t, jobs, r, nil)
 			gathered, pushes := 0, 0
 			for i, o := range outs {
 				if o.err != nil || !o.res.Landed {
@@ -197,7 +237,7 @@ func TestGatherConflict(t *testing.T) {
 		newJob(t, r, "b", map[string]string{"version": "3\n"}),
 		newJob(t, r, "c", map[string]string{"other": "c\n"}),
 	}
-	outs := all(jobs, r, nil)
+	outs := together(t, jobs, r, nil)
 	landed, conflicts := 0, 0
 	for i, o := range outs {
 		var ce *gather.ConflictError
@@ -379,17 +419,7 @@ func TestGatherMixedKeys(t *testing.T) {
 	for i := range jobs {
 		jobs[i] = newJob(t, r, fmt.Sprintf("job-%d", i), map[string]string{fmt.Sprintf("f%d", i): "x"})
 	}
-	outs := make([]outcome, n)
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			gr := j.runner(r, func(gr *gather.Runner) { gr.Key = keys[i%2] })
-			outs[i].res, outs[i].err = gr.Run(context.Background(), nil)
-		}()
-	}
-	wg.Wait()
+	outs := together(t, jobs, r, func(i int, gr *gather.Runner) { gr.Key = keys[i%2] })
 	log := run(t, g, r.dir, r.env, "log", "--format=%s", "main")
 	for i, o := range outs {
 		if o.err != nil || !o.res.Landed {
@@ -416,7 +446,7 @@ func TestGatherMixedKeys(t *testing.T) {
 	t.Logf("%d refusals of another pipeline's commit", refused)
 
 	short := newJob(t, r, "short", map[string]string{"s": "x"})
-	_, err := short.runner(r, func(gr *gather.Runner) { gr.Key = []byte("short") }).Run(context.Background(), nil)
+	_, err := short.runner(r, func(gr *gather.Runner) { gr.Key = []byte("short") }).Run(context.Background(), pushArgs, nil, nil, nil)
 	var ke *gather.KeyError
 	if !errors.As(err, &ke) || ke.Len != 5 {
 		t.Errorf("a 5-byte key: %v, want a *KeyError", err)

@@ -42,18 +42,12 @@ const (
 
 // Runner lands one job's commit on a branch of a remote through a gather (see the
 // package comment). Its fields are its configuration, which its methods only read: one
-// Runner may serve any number of calls, one after another or at once. The streams of a
-// call are its arguments.
+// Runner may serve any number of calls, one after another or at once. What a call
+// pushes where, and its streams, are its arguments.
 type Runner struct {
 	Git  string   // git executable ("" means "git")
 	Dirs []string // -C directories, in order
 	Env  []string // the caller's whole environment
-
-	Remote string // the remote: a name or a URL, as git push takes it
-	Branch string // the branch to land on: "main" or "refs/heads/main"
-	Source string // what to land: "HEAD", a branch, a commit ("" means HEAD)
-	// PushOptions are git push options given to every push (e.g. "-o", "ci.skip").
-	PushOptions []string
 
 	// MaxPerWave bounds the staged commits one gather takes, and so the refs one push
 	// updates (forges cap them); 0 means DefaultMaxPerWave.
@@ -96,6 +90,14 @@ type Runner struct {
 
 // Result is what a Run did.
 type Result struct {
+	// ExitCode is Run's exit code to exit with: 0 when the commit is on the branch,
+	// git's own when a push failed for good (the staging push, a wave the remote
+	// refused), 127 when git could not be started, 129 for arguments Run cannot take,
+	// else 1 (a conflict, a budget that ended, …).
+	ExitCode int
+	// Ref is the branch Run's arguments name, refs/heads/<branch> ("" when it could
+	// not read them).
+	Ref      string
 	ID       string // the staged id ("" when nothing was staged)
 	Staged   string // the staged commit
 	Landed   bool   // the commit is on the branch
@@ -115,6 +117,10 @@ type ConflictError struct {
 	Ref    string
 	Paths  []string
 	Onto   string
+	// Push is the arguments of a git push that lands the job's source on the branch
+	// without a gather (Run's options, <remote> <src>:refs/heads/<branch>): what a
+	// caller that falls back to push.Runner's Rebase or Regenerate runs.
+	Push []string
 }
 
 func (e *ConflictError) Error() string {
@@ -157,6 +163,7 @@ func (e *DiscardedError) Error() string {
 // run is one Run's state.
 type run struct {
 	*Runner
+	t         target
 	n         names
 	repo      replay.Repo
 	http      httpconf.Settings
@@ -175,13 +182,33 @@ type run struct {
 	err       error
 }
 
-// Run stages the job's commit and waits until it is on the branch, gathering when
-// elected. git's output reaches stderr (nil discards it) only when a push fails for
-// good. It returns a *ConflictError, *NotLandedError, *DiscardedError or *MovedError
-// when the commit did not land, a *failure.Error (or a retry error wrapping one) when it could
-// not be staged, and other errors for what went wrong on the way.
-func (r *Runner) Run(ctx context.Context, stderr io.Writer) (Result, error) {
-	u := r.newRun(ctx, stderr)
+// Run lands the commit of one git push through a gather: it stages the commit and
+// waits until it is on the branch, gathering when elected. args are the arguments of
+// that git push, as `refretry push --gather` takes them: git push's options, given to
+// every push the run makes (-o ci.skip, say), then <remote> and one
+// [<src>:]<branch> (<src> is HEAD when not given). Run reads them before anything
+// else, and arguments it cannot take are an *ArgsError, with nothing run and none of
+// the Runner's functions called. stdin is not read and nothing is written to stdout
+// (nil will do for both): a gather's pushes are of refretry's own refs, and none is
+// the caller's push; they are there so that the Runners run alike. git's output
+// reaches stderr (nil discards it) only when a push fails for good. It returns a
+// *ConflictError, *NotLandedError, *DiscardedError or *MovedError when the commit did
+// not land, a *failure.Error (or a retry error wrapping one) when it could not be
+// staged, and other errors for what went wrong on the way; Result.ExitCode says how
+// to exit.
+func (r *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	t, err := readArgs(args)
+	if err != nil {
+		return Result{ExitCode: exitCode(err)}, err
+	}
+	res, err := r.run(ctx, t, stderr)
+	res.Ref, res.ExitCode = "refs/heads/"+t.branch, exitCode(err)
+	return res, err
+}
+
+// run is Run once its arguments are read.
+func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, error) {
+	u := r.newRun(ctx, t, stderr)
 	if u.err != nil {
 		return u.res, u.err
 	}
@@ -199,10 +226,27 @@ func (r *Runner) Run(ctx context.Context, stderr io.Writer) (Result, error) {
 	return u.res, u.wait(ctx, staging)
 }
 
-// newRun is a run's state for r, writing to stderr; its err says why it cannot run
-// (the policy, an old git).
-func (r *Runner) newRun(ctx context.Context, stderr io.Writer) *run {
-	u := &run{Runner: r, n: newNames(r.Branch), clock: r.Clock, random: r.Rand, perWave: r.maxPerWave(), errOut: stderr, untrusted: map[string]bool{}}
+// exitCode is the exit code of a run that ended with err (Result.ExitCode).
+func exitCode(err error) int {
+	var f *failure.Error
+	var a *ArgsError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &a):
+		return 129 // git's, for a usage mistake
+	case errors.Is(err, failure.ErrGitNotFound):
+		return 127 // a shell's "command not found"
+	case errors.As(err, &f) && f.ExitCode != 0:
+		return f.ExitCode
+	}
+	return 1
+}
+
+// newRun is a run's state for r and t, writing to stderr; its err says why it cannot
+// run (the policy, an old git).
+func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) *run {
+	u := &run{Runner: r, t: t, n: newNames(t.branch), clock: r.Clock, random: r.Rand, perWave: r.maxPerWave(), errOut: stderr, untrusted: map[string]bool{}}
 	if u.clock == nil {
 		u.clock = realtime.Clock{}
 	}
@@ -215,7 +259,7 @@ func (r *Runner) newRun(ctx context.Context, stderr io.Writer) *run {
 		return u
 	}
 	u.repo = replay.Repo{Git: r.git(), Dirs: r.Dirs, Env: r.Env}
-	u.http = httpconf.Look(ctx, r.git(), r.Dirs, r.Env, r.Remote, httpconf.Floor{})
+	u.http = httpconf.Look(ctx, r.git(), r.Dirs, r.Env, t.remote, httpconf.Floor{})
 	u.env = u.http.Env(r.Env)
 	if u.policy, u.err = r.policyOrDefault(); u.err != nil {
 		return u
@@ -321,10 +365,7 @@ func (u *run) jitter(d time.Duration) time.Duration { return retry.Jitter(d, 0.5
 // on the remote tip it started from, else its changes squashed into one. done is true
 // when the branch already has the source.
 func (u *run) prepare(ctx context.Context) (commit string, done bool, err error) {
-	source := u.Source
-	if source == "" {
-		source = "HEAD"
-	}
+	source := u.t.source
 	src, parents := u.parents(ctx, source)
 	if src == "" {
 		return "", false, fmt.Errorf("%s is not a commit", source)
@@ -404,7 +445,7 @@ func (u *run) stage(ctx context.Context, commit string) error {
 		},
 		Note: u.Note, Clock: u.clock, Rand: u.random,
 	}
-	args := append(append(append([]string(nil), u.PushOptions...), "--porcelain", u.Remote), commit+":"+ref)
+	args := append(append(append([]string(nil), u.t.options...), "--porcelain", u.t.remote), commit+":"+ref)
 	res, err := p.Run(ctx, args, nil, &out, &errOut)
 	if res.ExitCode != 0 {
 		u.stderr().Write(errOut.Bytes())
@@ -550,7 +591,7 @@ func (u *run) outcome(ctx context.Context, st state) error {
 // to name the paths, and removes the conflict ref (the commit stays in the job's
 // repository).
 func (u *run) conflicted(ctx context.Context, commit string) error {
-	e := &ConflictError{Commit: commit, Ref: u.n.conflict(u.res.ID)}
+	e := &ConflictError{Commit: commit, Ref: u.n.conflict(u.res.ID), Push: u.t.plainPush()}
 	if tips, err := u.fetch(ctx, []string{u.n.head()}, 2); err == nil {
 		e.Onto = tips[0]
 		var ce *replay.ConflictError
@@ -565,7 +606,7 @@ func (u *run) conflicted(ctx context.Context, commit string) error {
 // look reads the remote's refs of the branch.
 func (u *run) look(ctx context.Context) (state, error) {
 	c, err := gitexec.Capture(u.repo.Command(ctx, u.http.Attempt(u.env, u.left()),
-		append([]string{"ls-remote", u.Remote}, u.n.patterns()...)...))
+		append([]string{"ls-remote", u.t.remote}, u.n.patterns()...)...))
 	if err != nil {
 		return state{}, err
 	}
@@ -590,7 +631,7 @@ func (u *run) fetch(ctx context.Context, refs []string, depth int) ([]string, er
 	if depth > 0 {
 		args = append(args, fmt.Sprintf("--depth=%d", depth))
 	}
-	args = append(args, u.Remote)
+	args = append(args, u.t.remote)
 	locals := make([]string, len(refs))
 	for i, ref := range refs {
 		locals[i] = "refs/refretry/fetched/" + strings.TrimPrefix(ref, "refs/")
@@ -617,7 +658,7 @@ func (u *run) fetch(ctx context.Context, refs []string, depth int) ([]string, er
 // OnAttempt: numbered with the run's pushes, and final (whatever follows is another
 // push, decided by the next look).
 func (u *run) pushRefs(ctx context.Context, refspecs []string) (bool, *failure.Error) {
-	args := append(append([]string{"push"}, u.PushOptions...), "--atomic", "--porcelain", u.Remote)
+	args := append(append([]string{"push"}, u.t.options...), "--atomic", "--porcelain", u.t.remote)
 	begin := u.clock.Now()
 	c, err := gitexec.Capture(u.repo.Command(ctx, u.http.Attempt(u.env, u.left()), append(args, refspecs...)...))
 	u.res.Pushes++

@@ -34,7 +34,7 @@ func TestGiteaGatherKey(t *testing.T) {
 	job.commit("result", "r")
 	var notes []string
 	r := &gather.Runner{
-		Git: g.Path, Dirs: []string{job.dir}, Env: job.env, Remote: "origin", Branch: "main",
+		Git: g.Path, Dirs: []string{job.dir}, Env: job.env,
 		Key: []byte("gitea-test-gather-key-0123456789"),
 		Settings: func() (settings.Settings, error) {
 			return settings.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
@@ -42,7 +42,7 @@ func TestGiteaGatherKey(t *testing.T) {
 		},
 		Note: func(_, msg string) { notes = append(notes, msg) },
 	}
-	res, err := r.Run(context.Background(), nil)
+	res, err := r.Run(context.Background(), []string{"origin", "main"}, nil, nil, nil)
 	if err != nil || !res.Landed {
 		t.Fatalf("the keyed job: landed %v, err %v\n%s", res.Landed, err, strings.Join(notes, "\n"))
 	}

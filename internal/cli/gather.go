@@ -9,66 +9,44 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
+	"github.com/refretry/refretry/retry"
 )
 
-// gatherArgs reads `push --gather`'s git arguments: options, <remote> and one
-// [<src>:]<branch>.
-func gatherArgs(rest []string) (opts []string, remote, src, branch string, err error) {
-	var positional []string
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		switch {
-		case a == "--":
-			positional = append(positional, rest[i+1:]...)
-			i = len(rest)
-		case strings.HasPrefix(a, "-") && a != "-":
-			opts = append(opts, a)
-			if push.TakesNextArg(a) && i+1 < len(rest) {
-				i++
-				opts = append(opts, rest[i])
-			}
-		default:
-			positional = append(positional, a)
-		}
-	}
-	if len(positional) != 2 {
-		return nil, "", "", "", &usageError{msg: "push --gather: takes <remote> [<src>:]<branch>, one branch"}
-	}
-	remote = positional[0]
-	src, branch, ok := strings.Cut(strings.TrimPrefix(positional[1], "+"), ":")
-	if !ok {
-		src, branch = "HEAD", src
-	}
-	if src == "" || branch == "" || strings.HasPrefix(branch, "refs/") && !strings.HasPrefix(branch, "refs/heads/") {
-		return nil, "", "", "", &usageError{msg: "push --gather: " + positional[1] + " is not [<src>:]<branch>"}
-	}
-	return opts, remote, src, strings.TrimPrefix(branch, "refs/heads/"), nil
-}
-
 // runGather is `refretry push --gather`: the gather, and on a conflict the fallback
-// the caller asked for.
+// the caller asked for. Its git arguments (rest) are the gather's to read.
 func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error {
-	opts, remote, src, branch, err := gatherArgs(rest)
-	if err != nil {
-		return err
-	}
 	key, err := gatherKey(in, "--gather-key-file", c.GatherKeyFile)
 	if err != nil {
 		return err
 	}
-	g := &gather.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: remote, Branch: branch, Source: src,
-		PushOptions: opts, MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Settings: in.settings,
-		Key: key, MaxAge: c.GatherMaxAge, Note: lg.Note, OnAttempt: lg.Attempt,
-	}
+	// Without a key the run says so before anything else it reports, and arguments
+	// the gather cannot take are a usage error, said alone: the note waits for the
+	// first thing the Runner reports (it reads its arguments first), or the end.
+	warn := func() {}
 	if key == nil {
-		lg.Note("gather", unauthenticated)
+		warned := false
+		warn = func() {
+			if !warned {
+				warned = true
+				lg.Note("gather", unauthenticated)
+			}
+		}
 	}
-	_, err = g.Run(in.ctx, lg.Stderr())
+	g := &gather.Runner{
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
+		MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Settings: in.settings, Key: key, MaxAge: c.GatherMaxAge,
+		Note:      func(kind, msg string) { warn(); lg.Note(kind, msg) },
+		OnAttempt: func(a retry.Attempt) { warn(); lg.Attempt(a) },
+	}
+	res, err := g.Run(in.ctx, rest, nil, in.s.Stdout, lg.Stderr())
+	var bad *gather.ArgsError
+	if errors.As(err, &bad) {
+		return &usageError{msg: "push --gather: " + bad.Error()}
+	}
+	warn()
 	var conflict *gather.ConflictError
 	if errors.As(err, &conflict) && (c.Rebase || c.Regenerate != "") {
 		lg.Note("gather", err.Error()+"; pushing it with "+map[bool]string{true: "--rebase", false: "--regenerate"}[c.Rebase]+" instead")
@@ -76,35 +54,18 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 			Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
 			Rebase: c.Rebase, Regenerate: c.Regenerate, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 		}
-		res, err := p.Run(in.ctx, append(append(opts, remote), src+":refs/heads/"+branch), nil, in.s.Stdout, lg.Stderr())
+		res, err := p.Run(in.ctx, conflict.Push, nil, in.s.Stdout, lg.Stderr())
 		lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 		if res.ExitCode != 0 {
 			return exitError(res.ExitCode)
 		}
 		return nil
 	}
-	code := gatherExit(err)
-	lg.Finish(code, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{"refs/heads/" + branch}} })
-	if code != 0 {
-		return exitError(code)
+	lg.Finish(res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
+	if res.ExitCode != 0 {
+		return exitError(res.ExitCode)
 	}
 	return nil
-}
-
-// gatherExit is the exit code of a gather that ended with err: git's own when a push
-// failed for good (the staging push, a wave the remote refused), 127 when git could
-// not be started, else 1 (the commit did not land: a conflict, a budget that ended).
-func gatherExit(err error) int {
-	var f *failure.Error
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, failure.ErrGitNotFound):
-		return report.ExitGitMissing
-	case errors.As(err, &f) && f.ExitCode != 0:
-		return f.ExitCode
-	}
-	return 1
 }
 
 // GatherCmd looks after what `push --gather` staged on a remote.
@@ -170,7 +131,7 @@ func (t gatherTarget) runner(in *invocation, command string) (*gather.Runner, *r
 	}
 	lg := in.log(command)
 	return &gather.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Remote: t.Remote, Branch: t.Branch,
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
 		Settings: in.settings, Key: key, MaxAge: t.MaxAge, Note: lg.Note, OnAttempt: lg.Attempt,
 	}, lg, nil
 }
@@ -199,7 +160,7 @@ func (c *GatherListCmd) Run(in *invocation) error {
 	if err != nil {
 		return err
 	}
-	l, err := r.List(in.ctx)
+	l, err := r.List(in.ctx, c.Remote, c.Branch)
 	if err != nil {
 		return finish(lg, err, report.Refs{})
 	}
@@ -243,7 +204,7 @@ func (c *GatherLandCmd) Run(in *invocation) error {
 	if r.Key == nil {
 		lg.Note("gather", unauthenticated)
 	}
-	res, err := r.Land(in.ctx, lg.Stderr())
+	res, err := r.Land(in.ctx, c.Remote, c.Branch, lg.Stderr())
 	lg.Note("gather", fmt.Sprintf("landed %d staged commits in %d gathers", res.Gathered, res.Waves))
 	if len(res.Refused) > 0 {
 		lg.Note("gather", fmt.Sprintf("%d staged commits did not verify and stay staged: "+
@@ -267,5 +228,5 @@ func (c *GatherDiscardCmd) Run(in *invocation) error {
 	if err != nil {
 		return err
 	}
-	return finish(lg, r.Discard(in.ctx, c.IDs, lg.Stderr()), report.Refs{Updates: len(c.IDs)})
+	return finish(lg, r.Discard(in.ctx, c.Remote, c.Branch, c.IDs, lg.Stderr()), report.Refs{Updates: len(c.IDs)})
 }

@@ -79,8 +79,8 @@ func TestPushGatherOptions(t *testing.T) {
 }
 
 // TestPushBadOptions: a push option without its value, or with one that is not a
-// positive number or duration, is a usage error: exit 129 and one line, before git
-// runs.
+// positive number or duration, and arguments push --gather cannot take, are a usage
+// error: exit 129 and one line, before git runs.
 func TestPushBadOptions(t *testing.T) {
 	t.Parallel()
 	nowhere := t.TempDir() // a push that let the value pass would run git: not in a repository
@@ -95,30 +95,14 @@ func TestPushBadOptions(t *testing.T) {
 		{[]string{"--gather", "--gather-lease", "soon", "origin", "main"}, "refretry: push: --gather-lease needs a positive duration (30s, 2m), not \"soon\"\n"},
 		{[]string{"--gather", "--gather-lease=-1s", "origin", "main"}, "refretry: push: --gather-lease needs a positive duration (30s, 2m), not \"-1s\"\n"},
 		{[]string{"--gather", "--gather-max-age=0", "origin", "main"}, "refretry: push: --gather-max-age needs a positive duration (30s, 2m), not \"0\"\n"},
+		// The gather's own reading of git's arguments: its usage line alone, no note of
+		// the missing gather key before it.
+		{[]string{"--gather", "origin"}, "refretry: push --gather: takes <remote> [<src>:]<branch>, one branch\n"},
+		{[]string{"--gather", "-o", "x", "origin", "HEAD:refs/tags/v1"}, "refretry: push --gather: HEAD:refs/tags/v1 is not [<src>:]<branch>\n"},
 	} {
 		stdout, stderr, code := run(t, nil, append([]string{"-C", nowhere, "push"}, tc.args...)...)
 		if code != exitUsage || stdout != "" || stderr != tc.want {
 			t.Errorf("push %q: exit %d, stdout %q, stderr %q; want 129 and %q", tc.args, code, stdout, stderr, tc.want)
-		}
-	}
-}
-
-// TestGatherArgs: push --gather's git arguments, an option's value kept with it.
-func TestGatherArgs(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		args                []string
-		opts                []string
-		remote, src, branch string
-	}{
-		{[]string{"origin", "main"}, nil, "origin", "HEAD", "main"},
-		{[]string{"-o", "ci.skip", "origin", "HEAD:refs/heads/main"}, []string{"-o", "ci.skip"}, "origin", "HEAD", "main"},
-		{[]string{"-fo", "x", "origin", "abc:main"}, []string{"-fo", "x"}, "origin", "abc", "main"},
-		{[]string{"-ox", "origin", "main"}, []string{"-ox"}, "origin", "HEAD", "main"},
-	} {
-		opts, remote, src, branch, err := gatherArgs(tc.args)
-		if err != nil || !slices.Equal(opts, tc.opts) || remote != tc.remote || src != tc.src || branch != tc.branch {
-			t.Errorf("gatherArgs(%q) = %q %q %q %q %v", tc.args, opts, remote, src, branch, err)
 		}
 	}
 }
