@@ -227,8 +227,11 @@ func (r *pushRun) Cure(ctx context.Context, a *engine.Attempt, f *failure.Error)
 			if held {
 				return r.proved(a), nil
 			}
-			// Said only if the run ends on this failure.
-			f.Advice = creationAdvice(r.verdict.report.Refs, absent)
+			// Said only if the run ends on this failure; it does not replace what the
+			// engine already found to say (a remote that never answered).
+			if adv := creationAdvice(r.verdict.report.Refs, absent); adv != "" {
+				f.Advice = adv
+			}
 		}
 		return engine.Stop, nil
 	case (r.unsure || f.Moved != nil) && !f.Class.Retryable() && len(r.verdict.report.Refs) > 0 &&
