@@ -389,4 +389,29 @@ func TestGitLabComponentRun(t *testing.T) {
 			t.Errorf("job: %v\n%s", err, out)
 		}
 	})
+
+	// push-rebase: refused without the shim (nothing would see the job's git push),
+	// and with it the rest of the job's script has the opt-in.
+	for _, tc := range []struct {
+		name   string
+		inputs map[string]string
+		fail   string // the job fails saying this; "" when it succeeds
+	}{
+		{"bad push-rebase", map[string]string{"push-rebase": "yes", "install-shim": "true"}, "refretry: push-rebase must be true or false"},
+		{"push-rebase without the shim", map[string]string{"push-rebase": "true"}, "refretry: push-rebase needs install-shim: true"},
+		{"push-rebase", map[string]string{"push-rebase": "true", "install-shim": "true", "version": rel.Tag}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, env := glEnv(t)
+			out, err := glRun(t, c, tc.inputs, append(env, "REFRETRY_RELEASES_URL="+url), r.Dir,
+				`echo "opt-in: ${REFRETRY_PUSH_REBASE:-unset}"`)
+			switch {
+			case tc.fail != "" && (err == nil || !strings.Contains(out, tc.fail) || strings.Contains(out, "opt-in:")):
+				t.Errorf("job: %v\n%s\nwant it to fail with %q", err, out, tc.fail)
+			case tc.fail == "" && (err != nil || !strings.Contains(out, "opt-in: 1\n")):
+				t.Errorf("job: %v\n%s\nwant it to end with REFRETRY_PUSH_REBASE=1", err, out)
+			}
+		})
+	}
 }
