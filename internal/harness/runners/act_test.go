@@ -44,8 +44,9 @@ type actRun struct {
 // actions/checkout@v4 with a ref the stand-in in testdata/checkout (the one action
 // stubbed: the real one cannot be had offline), which clones results.git from the git
 // server.
-// The secret REFRETRY_GATHER_KEY is given, for a workflow that passes it on.
-func (w *world) runAct(t *testing.T, workflow string, reports string) actRun {
+// The secret REFRETRY_GATHER_KEY is given, for a workflow that passes it on; extra
+// are more of act's arguments (another --local-repository, an --env).
+func (w *world) runAct(t *testing.T, workflow string, reports string, extra ...string) actRun {
 	t.Helper()
 	// The project: a clone of results.git's main with the workflow committed on top.
 	// act does not run actions/checkout without a ref or repository: it copies this
@@ -69,15 +70,16 @@ func (w *world) runAct(t *testing.T, workflow string, reports string) actRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := w.runCmd(t, proj, nil, "go", "run", act, "workflow_dispatch", "--json",
+	args := []string{"run", act, "workflow_dispatch", "--json",
 		"-W", filepath.Join(".github", "workflows", filepath.Base(workflow)),
 		"-P", "ubuntu-latest=-self-hosted",
 		"--no-cache-server", // it would listen beyond 127.0.0.1; no workflow here uses a cache
-		"--local-repository", "refretry/refretry@"+actTag+"="+w.root,
-		"--local-repository", "actions/checkout@v4="+standIn,
-		"--env", "RUNNERS_CHECKOUT_URL="+w.url,
-		"--env", "RUNNERS_REPORT_DIR="+reports,
-		"-s", "REFRETRY_GATHER_KEY="+gatherKey)
+		"--local-repository", "refretry/refretry@" + actTag + "=" + w.root,
+		"--local-repository", "actions/checkout@v4=" + standIn,
+		"--env", "RUNNERS_CHECKOUT_URL=" + w.url,
+		"--env", "RUNNERS_REPORT_DIR=" + reports,
+		"-s", "REFRETRY_GATHER_KEY=" + gatherKey}
+	out, err := w.runCmd(t, proj, nil, "go", append(args, extra...)...)
 	run := actRun{err: err, stdout: string(out)}
 	if d := os.Getenv("RUNNERS_DEBUG"); d != "" {
 		_ = os.WriteFile(filepath.Join(d, filepath.Base(workflow)+".json"), out, 0o644)
@@ -250,6 +252,77 @@ func TestActAutoCommit(t *testing.T) {
 			}
 			w.checkLanded(t, want)
 			w.checkNoLeftovers(t)
+		})
+	}
+}
+
+// TestActAutoCommitAction runs testdata/autocommit-action.yml with act: 8 matrix jobs,
+// each with the Action's install-shim, commit a file with the unmodified
+// stefanzweifel/git-auto-commit-action v7.2.0 (its own fetch, checkout, add, commit and
+// git push), all at once. With push-rebase every job succeeds and every commit lands
+// once, through the shim; without it the push that lost a race fails the tool with
+// git's own rejection, and only the jobs that succeeded have a commit on results. The
+// action's source cannot be had offline: the test runs when
+// REFRETRY_TEST_AUTOCOMMIT_ACTION names a checkout of its tag v7.2.0 (docs/testing.md).
+func TestActAutoCommitAction(t *testing.T) {
+	need(t)
+	src := os.Getenv("REFRETRY_TEST_AUTOCOMMIT_ACTION")
+	if src == "" {
+		t.Skip("REFRETRY_TEST_AUTOCOMMIT_ACTION names no checkout of stefanzweifel/git-auto-commit-action v7.2.0")
+	}
+	for _, tc := range []struct {
+		backend string
+		rebase  bool
+	}{{"files", true}, {"reftable", true}, {"reftable", false}} {
+		t.Run(fmt.Sprintf("%s/push-rebase=%v", tc.backend, tc.rebase), func(t *testing.T) {
+			w := newWorld(t, tc.backend)
+			reports := t.TempDir()
+			run := w.runAct(t, filepath.Join("testdata", "autocommit-action.yml"), reports,
+				"--local-repository", "stefanzweifel/git-auto-commit-action@v7.2.0="+src,
+				"--env", fmt.Sprintf("PUSH_REBASE=%v", tc.rebase))
+			var landed []string
+			failed := 0
+			for i := 1; i <= 8; i++ {
+				dir := filepath.Join(reports, fmt.Sprintf("shard-%d", i))
+				read := func(name string) string {
+					b, err := os.ReadFile(filepath.Join(dir, name))
+					if err != nil {
+						t.Errorf("shard %d: %v", i, err)
+					}
+					return strings.TrimSpace(string(b))
+				}
+				if got := read("git"); !strings.HasSuffix(got, "/refretry-shim/git") {
+					t.Errorf("shard %d: git on PATH is %q, not the shim", i, got)
+				}
+				switch read("outcome") {
+				case "success":
+					landed = append(landed, fmt.Sprintf("result of shard %d", i))
+				case "failure":
+					failed++
+				default:
+					t.Errorf("shard %d: the action's step: %q", i, read("outcome"))
+				}
+			}
+			if tc.rebase {
+				run.checkJobs(t, "commit", 8)
+				w.checkLanded(t, landed)
+				if len(landed) != 8 {
+					t.Errorf("%d of 8 commits landed with push-rebase", len(landed))
+				}
+				return
+			}
+			// Without the opt-in: the tool sees git's rejection, as without refretry.
+			rejected := 0
+			for _, e := range run.events {
+				if e.Raw && (strings.Contains(e.Msg, "! [rejected]") || strings.Contains(e.Msg, "! [remote rejected]")) {
+					rejected++
+				}
+			}
+			if failed == 0 || rejected < failed {
+				t.Errorf("%d jobs failed and %d lines of git's rejection in their logs: want every lost race to reach the tool as git's rejection (and at least one)\n%s",
+					failed, rejected, tail(run.stdout, 4000))
+			}
+			w.checkLanded(t, landed)
 		})
 	}
 }
