@@ -37,6 +37,7 @@ func newProgressSetup(t *testing.T, g testutil.Git, backend string) progressSetu
 		args = append(args, "--ref-format=reftable")
 	}
 	c.Run(append(args, remote)...)
+	c.Run("--git-dir="+remote, "config", "receive.autogc", "false") // nothing detached writes there after a push
 	c.Run("remote", "add", "origin", "file://"+remote)
 	c.Run("push", "-q", "origin", "main")
 	hook := "#!/bin/sh\nwhile read old new ref; do\n\tif [ \"$ref\" = refs/heads/rejectme ]; then echo \"no pushes to rejectme\"; exit 1; fi\ndone\n"

@@ -83,6 +83,9 @@ func TestProgressLive(t *testing.T) {
 			t.Parallel()
 			s := newServer(t, cb.server, cb.backend)
 			s.run(s.dir, "config", "receive.unpackLimit", "1")
+			// No maintenance detached after the push: it would write packs here while
+			// the test's directory is being removed.
+			s.run(s.dir, "config", "receive.autogc", "false")
 			c := newClient(t, cb.client, s)
 			c.commit("a", strings.Repeat("a line of text\n", 200))
 			c.run("push", "-q", "origin", "main")
