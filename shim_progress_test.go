@@ -31,14 +31,8 @@ type progressSetup struct {
 func newProgressSetup(t *testing.T, g testutil.Git, backend string) progressSetup {
 	t.Helper()
 	c := testutil.NewRepo(t, g, backend)
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	args := []string{"init", "-q", "--bare", "-b", "main"}
-	if backend == "reftable" {
-		args = append(args, "--ref-format=reftable")
-	}
-	c.Run(append(args, remote)...)
+	remote := addOrigin(t, c, backend)
 	c.Run("--git-dir="+remote, "config", "receive.autogc", "false") // nothing detached writes there after a push
-	c.Run("remote", "add", "origin", "file://"+remote)
 	c.Run("push", "-q", "origin", "main")
 	hook := "#!/bin/sh\nwhile read old new ref; do\n\tif [ \"$ref\" = refs/heads/rejectme ]; then echo \"no pushes to rejectme\"; exit 1; fi\ndone\n"
 	if err := os.WriteFile(filepath.Join(remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
