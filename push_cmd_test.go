@@ -23,9 +23,10 @@ type pushSetup struct {
 	remote string
 }
 
-func newPushSetup(t *testing.T, g testutil.Git, backend string) pushSetup {
+// addOrigin makes a bare repository with c's git and backend, adds it to c as origin
+// (over file://), and returns its path.
+func addOrigin(t *testing.T, c *testutil.Repo, backend string) string {
 	t.Helper()
-	c := testutil.NewRepo(t, g, backend)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	args := []string{"init", "-q", "--bare", "-b", "main"}
 	if backend == "reftable" {
@@ -33,6 +34,13 @@ func newPushSetup(t *testing.T, g testutil.Git, backend string) pushSetup {
 	}
 	c.Run(append(args, remote)...)
 	c.Run("remote", "add", "origin", "file://"+remote)
+	return remote
+}
+
+func newPushSetup(t *testing.T, g testutil.Git, backend string) pushSetup {
+	t.Helper()
+	c := testutil.NewRepo(t, g, backend)
+	remote := addOrigin(t, c, backend)
 	c.Run("push", "-q", "origin", "main", "main:side")
 	c.Run("tag", "v1")
 	c.Run("push", "-q", "origin", "v1")

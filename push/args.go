@@ -17,6 +17,9 @@ type Args struct {
 	Porcelain bool
 	Quiet     bool
 	Verbose   bool
+	// Progress records --progress or --no-progress given by the caller (the last one
+	// wins); nil when neither was.
+	Progress *bool
 	// Atomic records --atomic or --no-atomic given by the caller (the last one wins);
 	// nil when neither was.
 	Atomic *bool
@@ -85,6 +88,9 @@ func ParseArgs(args []string) Args {
 			a.Porcelain = !negated
 		case name == "atomic":
 			set(!negated)
+		case name == "progress":
+			v := !negated
+			a.Progress = &v
 		case name == "quiet":
 			a.Quiet = !negated
 		case name == "verbose":

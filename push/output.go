@@ -8,12 +8,14 @@ import (
 	"github.com/refretry/refretry/internal/gitexec"
 )
 
-// writeOutput hands the final attempt's output to the caller. With --porcelain it is
+// writeOutput hands the final attempt's output to the caller, its progress left
+// out: that was written as git wrote it (progress.go). With --porcelain the rest is
 // git's, byte for byte. Without it, git's stderr is passed on with the porcelain
 // rendered as git's human table where git would have printed it, and what git printed
 // on standard output besides the porcelain (--set-upstream's "branch 'x' set up to
 // track 'origin/x'.") stays there.
 func (r *pushRun) writeOutput(args Args, last gitexec.Captured) error {
+	last.Stderr = withoutProgress(last.Stderr)
 	if args.Porcelain {
 		if err := write(r.stdout, last.Stdout); err != nil {
 			return err
@@ -23,9 +25,10 @@ func (r *pushRun) writeOutput(args Args, last gitexec.Captured) error {
 	if err := write(r.stdout, notPorcelain(last.Stdout)); err != nil {
 		return err
 	}
-	// git prints its progress, the server's lines and its own warnings while pushing,
-	// the table after, then its errors and hints (afterTable); with --porcelain the
-	// table went to stdout, so put it back between them.
+	// git prints its progress (written already), the server's lines and its own
+	// warnings while pushing, the table after, then its errors and hints
+	// (afterTable); with --porcelain the table went to stdout, so put it back
+	// between them.
 	var before, after []string
 	for _, line := range splitLines(last.Stderr) {
 		if len(after) > 0 || afterTable(line) {

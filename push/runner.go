@@ -43,6 +43,13 @@ type Runner struct {
 	// top of the work tree, and what it changed is committed with the job's author and
 	// message and pushed (regenerate.go). The job's own commit is kept at OriginalRef.
 	Regenerate string
+	// Progress asks git for its progress meter (--progress) unless the caller's
+	// arguments decide it (-q, --quiet, --progress, --no-progress): git push shows it
+	// by default when its stderr is a terminal, and git run here has a pipe, so a
+	// caller whose stderr is a terminal sets it (refretry push and the shim do).
+	// Progress, asked for here or by the caller, reaches stderr as git writes it, in
+	// every attempt (progress.go).
+	Progress bool
 
 	// Settings supplies the retry schedule and budget (the stale-lock settings do not
 	// apply: a remote lock is the server's). It is called at most once a run: after
@@ -81,9 +88,11 @@ type Result struct {
 // Run pushes with the caller's arguments (verbatim) until the push succeeds, fails
 // for a reason that another attempt cannot fix, or the budget is spent. stdin is not
 // read (git push takes no input; nil will do): it is there so that the Runners of
-// transaction, push and fetch run alike. git's output
-// from the final attempt reaches stdout and stderr: the porcelain on stdout when the
-// caller asked for it, else rendered as git's human table on stderr. The error is a
+// transaction, push and fetch run alike. git's progress
+// reaches stderr as git writes it, in every attempt (Progress says when git shows
+// it); the rest of git's output from the final attempt reaches stdout and stderr
+// once that attempt ends: the porcelain on stdout when the caller asked for it, else
+// rendered as git's human table on stderr. The error is a
 // *failure.Error (a rebase or regeneration failure is one too, its Cause a
 // *RebaseError or *RegenerateError), a *retry.ExhaustedError or *retry.ResolveError
 // wrapping one, or an error matching [failure.ErrGitNotFound].
@@ -166,7 +175,7 @@ type pushRun struct {
 }
 
 // Attempt applies the pending cure, if any, then runs git push once with its output
-// captured, and classifies it.
+// captured, its progress passed on as it comes, and classifies it.
 func (r *pushRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 	if c := r.pending; c != nil {
 		switch next, err := r.applyCure(ctx, a, &r.args, r.url, *c); {
@@ -186,8 +195,15 @@ func (r *pushRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 	if r.http.RateLimited() {
 		env = r.http.Attempt(env, a.Left())
 	}
+	if r.Progress && r.args.Progress == nil && !r.args.Quiet {
+		full = append(full, "--progress")
+	}
+	cmd := r.command(ctx, env, append(full, r.args.Raw...)...)
+	if r.stderr != nil {
+		cmd.Stderr = &progressWriter{w: r.stderr}
+	}
 	var err error
-	if r.last, err = gitexec.Capture(r.command(ctx, env, append(full, r.args.Raw...)...)); err != nil {
+	if r.last, err = gitexec.Capture(cmd); err != nil {
 		return err
 	}
 	r.verdict = classify(r.last.Code, r.last.Stdout, r.last.Stderr)

@@ -3,12 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
 )
@@ -114,9 +116,14 @@ func (c *PushCmd) Run(in *invocation) error {
 
 // runPush runs p, completed with what the invocation gives every push (git, -C,
 // the environment, the settings, the reporter), with git push's arguments args, and
-// reports it: `refretry push` and the shim's `git push`.
+// reports it: `refretry push` and the shim's `git push`. git's progress is shown
+// where git push shows it, when the caller's stderr is a terminal (push.Runner's
+// Progress).
 func runPush(in *invocation, lg *report.Log, p *push.Runner, args []string) error {
 	p.Git, p.Dirs, p.Env = in.git(), in.opts.Dirs, in.env
+	if f, ok := in.s.Stderr.(*os.File); ok {
+		p.Progress = platform.IsTerminal(f)
+	}
 	p.Settings, p.OnAttempt, p.Note = in.settings, lg.Attempt, lg.Note
 	res, err := p.Run(in.ctx, args, nil, in.s.Stdout, lg.Stderr())
 	lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })

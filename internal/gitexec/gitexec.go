@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -159,10 +160,17 @@ type Captured struct {
 }
 
 // Capture runs cmd with its stdout and stderr captured. A git that could not be started
-// gives exit code 128 and a *StartError.
+// gives exit code 128 and a *StartError. A cmd.Stderr set by the caller gets git's
+// stderr too, as git writes it; it must accept every write (its failure would stop
+// the capture).
 func Capture(cmd *exec.Cmd) (Captured, error) {
 	var out, errOut Capped
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Stdout = &out
+	if also := cmd.Stderr; also != nil {
+		cmd.Stderr = io.MultiWriter(&errOut, also)
+	} else {
+		cmd.Stderr = &errOut
+	}
 	runErr := cmd.Run()
 	code, ran := ExitCode(cmd.ProcessState)
 	if !ran {

@@ -5,7 +5,8 @@
 // [Lock] returns [ErrUnsupported] (refretry's line of waiting writers is a Unix
 // optimisation; without it writers poll through git's own lock wait, as plain git
 // does), [ProcessGone] asks the system whether the process can be opened, and
-// [NewProcessGroup] does nothing. Only Linux has pid namespaces: elsewhere
+// [NewProcessGroup] does nothing; [IsTerminal] asks whether the file is a console.
+// Only Linux has pid namespaces: elsewhere
 // [OwnPIDNamespace] is false.
 package platform
 

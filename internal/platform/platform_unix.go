@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Lock takes an exclusive flock(2) on f, waiting for it when wait is true. The lock
@@ -44,4 +46,11 @@ func NewProcessGroup(cmd *exec.Cmd) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+}
+
+// IsTerminal reports whether f is a terminal, as isatty(3) does: it has terminal
+// settings. Being a character device is not enough: /dev/null is one.
+func IsTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlReadTermios)
+	return err == nil
 }

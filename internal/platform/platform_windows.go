@@ -5,6 +5,8 @@ package platform
 import (
 	"os"
 	"os/exec"
+
+	"golang.org/x/sys/windows"
 )
 
 // Lock is not available: see the package documentation.
@@ -27,3 +29,9 @@ func ProcessGone(pid int) bool {
 // NewProcessGroup does nothing on Windows: console signals are not delivered to a
 // child by group in the same way, and refretry does not rely on it there.
 func NewProcessGroup(cmd *exec.Cmd) {}
+
+// IsTerminal reports whether f is a console.
+func IsTerminal(f *os.File) bool {
+	var mode uint32
+	return windows.GetConsoleMode(windows.Handle(f.Fd()), &mode) == nil
+}

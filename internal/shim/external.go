@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/refretry/refretry/internal/gitexec"
-	"golang.org/x/sys/unix"
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // External is a git-<name> program that git would run for a call, found where git
@@ -87,7 +87,7 @@ func LookExternal(c Call, env []string, realGit, self string) (x External, ok bo
 			paged = false
 		}
 	}
-	if paged && isTerminal(os.Stdout) {
+	if paged && platform.IsTerminal(os.Stdout) {
 		return x, false
 	}
 	cwd, err := os.Getwd()
@@ -199,14 +199,6 @@ func selfDir(getenv func(string) string, self string) string {
 		}
 	}
 	return ""
-}
-
-// isTerminal reports whether f is a terminal, as isatty(3) does: it has terminal
-// settings. Being a character device is not enough: /dev/null is one, and git pages
-// nothing into it.
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlReadTermios)
-	return err == nil
 }
 
 // RunExternal runs x as git's execv_dashed_external does: a child with the shim's

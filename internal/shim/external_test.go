@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/platform"
 )
 
 // TestShimLookExternal checks, on a tree of files standing in for git's exec path and
@@ -19,7 +20,7 @@ import (
 // sure.
 func TestShimLookExternal(t *testing.T) {
 	t.Parallel()
-	if isTerminal(os.Stdout) {
+	if platform.IsTerminal(os.Stdout) {
 		t.Skip("stdout is a terminal: LookExternal leaves every call to git (pager.<name>)")
 	}
 	root := t.TempDir()

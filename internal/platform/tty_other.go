@@ -1,8 +1,8 @@
 //go:build unix && !(darwin || dragonfly || freebsd || netbsd || openbsd)
 
-package shim
+package platform
 
 import "golang.org/x/sys/unix"
 
-// ioctlReadTermios is the request that reads a terminal's settings (isTerminal).
+// ioctlReadTermios is the request that reads a terminal's settings (IsTerminal).
 const ioctlReadTermios = unix.TCGETS
