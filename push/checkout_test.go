@@ -126,6 +126,52 @@ func TestRebaseFromCICheckouts(t *testing.T) {
 	}
 }
 
+// TestRebaseAfterShallowFetch: a depth-1 job whose tool fetched the branch again with
+// --depth=1 before pushing (git-auto-commit-action does) has the remote's new tip
+// without its parents, so its history does not meet the job's. --rebase deepens it
+// until it does and replays the job's one commit, not the job's base with it: before,
+// the push failed with "cannot replay: <base> is not a commit with one parent".
+func TestRebaseAfterShallowFetch(t *testing.T) {
+	t.Parallel()
+	server := testutil.NewGit(t)
+	for _, g := range []testutil.Git{testutil.SystemGit(t), server} {
+		for _, landed := range []int{3, 40} { // 40: more than the first round's 8
+			t.Run(fmt.Sprintf("%s/%d landed", g.Name(), landed), func(t *testing.T) {
+				t.Parallel()
+				s := newServer(t, server, "files")
+				seed := newClient(t, g, s)
+				seed.commit("seed", "seed\n")
+				seed.commit("seed2", "seed\n")
+				seed.run("push", "-q", "origin", "main")
+				job := shallowClone(t, g, s, false)
+				for i := range landed {
+					seed.commit(fmt.Sprintf("other-%02d", i), "x\n")
+				}
+				seed.run("push", "-q", "origin", "main")
+				mine := job.commit("job", "job\n")
+				job.run("fetch", "-q", "--depth=1", "origin", "main")
+				runs := concurrently([]*client{job}, func(p *push.Runner) { p.Rebase = true }, [][]string{{"origin", "main"}})
+				if r := runs[0]; r.code != 0 || r.err != nil {
+					t.Fatalf("exit %d, err %v\n%s", r.code, r.err, r.stderr)
+				}
+				tip := s.ref("refs/heads/main")
+				log := gitRun(t, server.Path, s.dir, s.env, "log", "--format=%s", tip)
+				want := []string{"add job"}
+				for i := landed - 1; i >= 0; i-- {
+					want = append(want, fmt.Sprintf("add other-%02d", i))
+				}
+				want = append(want, "add seed2", "add seed")
+				if got := strings.Split(log, "\n"); !slices.Equal(got, want) {
+					t.Errorf("main's history %q, want %q", got, want)
+				}
+				if head := job.run("rev-parse", "HEAD"); head != tip || head == mine {
+					t.Errorf("HEAD %s after the push, want main's new tip %s", head, tip)
+				}
+			})
+		}
+	}
+}
+
 // TestRegenerateSharedFile: every job appends its line to one results file, so the
 // replay conflicts for all but the first to land; --regenerate resets to the remote's
 // tip, runs the generator there, and pushes what it wrote. Every line lands once, each

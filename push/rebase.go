@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/refretry/refretry/failure"
@@ -92,6 +93,9 @@ func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, 
 		return r.proved(a), nil
 	}
 	if r.rebase {
+		if err := r.meet(ctx, r.env, *args, url, c.ref.To, src, onto); err != nil {
+			return engine.Stop, err
+		}
 		tip, err := r.repo().Line(ctx, src, onto)
 		if err == nil {
 			if err := r.adopt(ctx, a, args, c.ref, src, tip, onto); err != nil {
@@ -129,12 +133,25 @@ func rebaseFailure(re *RebaseError) *failure.Error {
 
 // fetchTip fetches the remote's value of ref and returns it.
 func (r *pushRun) fetchTip(ctx context.Context, env []string, args Args, url, ref string) (string, error) {
+	if err := r.fetch(ctx, env, args, url, ref); err != nil {
+		return "", err
+	}
+	onto := r.repo().RevParse(ctx, "FETCH_HEAD^{commit}")
+	if onto == "" {
+		return "", &failure.Error{Command: "push", ExitCode: 128, Class: failure.Other, Message: "fetch of the remote tip: FETCH_HEAD is not a commit"}
+	}
+	return onto, nil
+}
+
+// fetch fetches ref from the push's remote, with extra options, for a cure.
+func (r *pushRun) fetch(ctx context.Context, env []string, args Args, url, ref string, extra ...string) error {
 	remote := args.Remote
 	if remote == "" {
 		remote = url
 	}
 	// No maintenance: it would run after every lost race, in the caller's time.
-	cmd := r.command(ctx, env, "fetch", "-q", "--no-tags", "--no-auto-maintenance", remote, ref)
+	full := append([]string{"fetch", "-q", "--no-tags", "--no-auto-maintenance"}, extra...)
+	cmd := r.command(ctx, env, append(full, remote, ref)...)
 	var fetchErr gitexec.Capped
 	cmd.Stderr = &fetchErr
 	if err := cmd.Run(); err != nil {
@@ -144,13 +161,37 @@ func (r *pushRun) fetchTip(ctx context.Context, env []string, args Args, url, re
 		if te := transportFailure(fetchErr.Bytes(), e); te != nil {
 			e.Class, e.Cause = failure.Transport, te
 		}
-		return "", e
+		return e
 	}
-	onto := r.repo().RevParse(ctx, "FETCH_HEAD^{commit}")
-	if onto == "" {
-		return "", &failure.Error{Command: "push", ExitCode: 128, Class: failure.Other, Message: "fetch of the remote tip: FETCH_HEAD is not a commit"}
+	return nil
+}
+
+// meet deepens a shallow repository's history of onto, the remote's tip of ref, until
+// it meets src's. A depth-1 checkout, or a tool's own `git fetch --depth=1` (as
+// git-auto-commit-action runs), leaves the tip without its parents, and then nothing
+// tells the job's commits from the ones the remote had: the replay would take the
+// job's base for one of its own. Each round fetches ref again with --deepen, 8
+// commits below the shallow boundary the first time and four times more each next,
+// until src and onto have a merge base, the repository is no longer shallow, or a
+// round brought no commit (the histories are unrelated: the replay then says so).
+func (r *pushRun) meet(ctx context.Context, env []string, args Args, url, ref, src, onto string) error {
+	repo := r.repo()
+	count := func() string { n, _ := repo.Output(ctx, "rev-list", "--count", onto); return n }
+	for depth := 8; ; depth *= 4 {
+		if _, err := repo.Output(ctx, "merge-base", src, onto); err == nil {
+			return nil
+		}
+		if shallow, _ := repo.Output(ctx, "rev-parse", "--is-shallow-repository"); shallow != "true" {
+			return nil
+		}
+		before := count()
+		if err := r.fetch(ctx, env, args, url, ref, "--deepen="+strconv.Itoa(depth)); err != nil {
+			return err
+		}
+		if count() == before {
+			return nil
+		}
 	}
-	return onto, nil
 }
 
 // adopt makes the next attempt push tip in place of src, which the push named as
