@@ -323,6 +323,7 @@ func TestActAutoCommitAction(t *testing.T) {
 					failed, rejected, tail(run.stdout, 4000))
 			}
 			w.checkLanded(t, landed)
+			t.Logf("without push-rebase: %d of 8 commits landed; %d jobs failed, with %d lines of git's rejection", len(landed), failed, rejected)
 		})
 	}
 }
