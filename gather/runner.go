@@ -29,14 +29,16 @@ const (
 	// staging push took after it (the server's pace), between pollMin and
 	// pollFirstMax; then about the time a gather takes to reach its commit, waveCost
 	// and commitCost for each commit ahead of it, never more than lookRate looks a
-	// second from all waiters together, and at most pollCap apart; pollErr after a
-	// look that failed.
+	// second from all waiters together, and at most pollCap apart (busyCap when the
+	// looks themselves are slow: one look in flight at a time); pollErr after a look
+	// that failed.
 	pollMin      = 100 * time.Millisecond
 	pollFirstMax = 500 * time.Millisecond
 	waveCost     = 300 * time.Millisecond
 	commitCost   = 20 * time.Millisecond
 	lookRate     = 48
 	pollCap      = 5 * time.Second
+	busyCap      = 15 * time.Second
 	pollErr      = time.Second
 )
 
@@ -484,7 +486,9 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 		if reason := u.pause(ctx, delay, lastErr); reason != "" {
 			return u.notLanded(ctx, reason)
 		}
+		lookStart := u.clock.Now()
 		st, err := u.look(ctx)
+		took := u.since(lookStart)
 		if lastErr = err; err != nil {
 			delay = pollErr
 			continue
@@ -532,7 +536,7 @@ func (u *run) wait(ctx context.Context, staging time.Duration) error {
 			leaseSeen, leaseSince, delay = "", time.Time{}, 0
 			continue
 		}
-		delay = u.jitter(nextLook(st, id))
+		delay = u.jitter(nextLook(st, id, took))
 	}
 }
 
@@ -680,14 +684,19 @@ func (u *run) pushRefs(ctx context.Context, refspecs []string) (bool, *failure.E
 }
 
 // nextLook is how long a waiter lets pass before its next look at the remote, st
-// being what it saw, before jitter (the caller spreads it over ±50 %, so that looks
-// spread out): about the time a gather takes to reach its commit (each wave takes the
-// oldest first), and never so soon that all waiting jobs together look more than
-// lookRate times a second.
-func nextLook(st state, id string) time.Duration {
+// being what it saw and took how long that look took, before jitter (the caller
+// spreads it over ±50 %, so that looks spread out): about the time a gather takes to
+// reach its commit (each wave takes the oldest first), and never so soon that all
+// waiting jobs together look more than lookRate times a second. A look costs the
+// remote about what it took, and on a remote that slows under load (a small server,
+// or one that shares its cores with the jobs) the looks would take the gatherer's
+// time: so the waiters together also keep at most about one look in flight, each
+// waiting len(st.staged) times its last look, up to busyCap.
+func nextLook(st state, id string, took time.Duration) time.Duration {
 	ahead := slices.Index(st.order(), id) + 1
 	d := max(waveCost+time.Duration(ahead)*commitCost, time.Duration(len(st.staged))*time.Second/lookRate)
-	return min(max(d, pollMin), pollCap)
+	d = min(max(d, pollMin), pollCap)
+	return max(d, min(time.Duration(len(st.staged))*took, busyCap))
 }
 
 // nullID reports whether oid is git's null object id (all zeros), never a commit.
