@@ -96,6 +96,19 @@ func (w *world) runAct(t *testing.T, workflow string, reports string, extra ...s
 	return run
 }
 
+// shardReport reads what the matrix job of shard i wrote into reports (its Report
+// step): the file's content, trimmed; a missing file fails the test.
+func shardReport(t *testing.T, reports string, i int) func(name string) string {
+	return func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(reports, fmt.Sprintf("shard-%d", i), name))
+		if err != nil {
+			t.Errorf("shard %d: %v", i, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+}
+
 // results are the jobs' outcomes, by act's job name ("<workflow>/<job>-<n>").
 func (r actRun) results() map[string]string {
 	res := map[string]string{}
@@ -172,14 +185,7 @@ func TestActGather(t *testing.T) {
 			var want []string
 			for i := 1; i <= 8; i++ {
 				want = append(want, fmt.Sprintf("result of shard %d", i))
-				dir := filepath.Join(reports, fmt.Sprintf("shard-%d", i))
-				read := func(name string) string {
-					b, err := os.ReadFile(filepath.Join(dir, name))
-					if err != nil {
-						t.Errorf("shard %d: %v", i, err)
-					}
-					return strings.TrimSpace(string(b))
-				}
+				read := shardReport(t, reports, i)
 				if got := read("outcome"); got != "success" {
 					t.Errorf("shard %d: the Action's step: %q", i, got)
 				}
@@ -230,13 +236,7 @@ func TestActAutoCommit(t *testing.T) {
 			var want []string
 			for i := 1; i <= 8; i++ {
 				want = append(want, fmt.Sprintf("result of shard %d", i))
-				read := func(name string) string {
-					b, err := os.ReadFile(filepath.Join(reports, fmt.Sprintf("shard-%d", i), name))
-					if err != nil {
-						t.Errorf("shard %d: %v", i, err)
-					}
-					return strings.TrimSpace(string(b))
-				}
+				read := shardReport(t, reports, i)
 				if got := read("outcome"); got != "success" {
 					t.Errorf("shard %d: the push step: %q", i, got)
 				}
@@ -283,14 +283,7 @@ func TestActAutoCommitAction(t *testing.T) {
 			var landed []string
 			failed := 0
 			for i := 1; i <= 8; i++ {
-				dir := filepath.Join(reports, fmt.Sprintf("shard-%d", i))
-				read := func(name string) string {
-					b, err := os.ReadFile(filepath.Join(dir, name))
-					if err != nil {
-						t.Errorf("shard %d: %v", i, err)
-					}
-					return strings.TrimSpace(string(b))
-				}
+				read := shardReport(t, reports, i)
 				if got := read("git"); !strings.HasSuffix(got, "/refretry-shim/git") {
 					t.Errorf("shard %d: git on PATH is %q, not the shim", i, got)
 				}
