@@ -171,12 +171,7 @@ func readInput(stdin io.Reader, args []string) (func() io.Reader, error) {
 	return func() io.Reader { return bytes.NewReader(b) }, nil
 }
 
-func (p *Runner) git() string {
-	if p.Git == "" {
-		return "git"
-	}
-	return p.Git
-}
+func (p *Runner) git() string { return gitexec.Path(p.Git) }
 
 func writerOrDiscard(w io.Writer) io.Writer {
 	if w == nil {

@@ -300,12 +300,7 @@ func (u *run) cleanup() {
 	_ = cmd.Run() // best effort: they are refretry's own, and harmless
 }
 
-func (r *Runner) git() string {
-	if r.Git == "" {
-		return "git"
-	}
-	return r.Git
-}
+func (r *Runner) git() string { return gitexec.Path(r.Git) }
 
 func (r *Runner) policyOrDefault() (retry.Policy, error) {
 	if r.Settings == nil {

@@ -135,12 +135,7 @@ func (p *Runner) usage(ctx context.Context, args Args, stdout, stderr io.Writer)
 	return Result{}, nil
 }
 
-func (p *Runner) git() string {
-	if p.Git == "" {
-		return "git"
-	}
-	return p.Git
-}
+func (p *Runner) git() string { return gitexec.Path(p.Git) }
 
 func (p *Runner) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
 	if len(p.GlobalArgs) > 0 {

@@ -145,12 +145,7 @@ func (r *run) command(ctx context.Context, args ...string) *exec.Cmd {
 	return gitexec.Command(ctx, r.git(), r.Dirs, r.Env, args...)
 }
 
-func (r *run) git() string {
-	if r.Git == "" {
-		return "git"
-	}
-	return r.Git
-}
+func (r *run) git() string { return gitexec.Path(r.Git) }
 
 func (r *run) updateRef(ctx context.Context, args Args) *exec.Cmd {
 	return r.command(ctx, append([]string{"update-ref"}, args.Raw...)...)

@@ -24,3 +24,13 @@ func TestSetenv(t *testing.T) {
 		t.Errorf("Set changed its input: %q", env)
 	}
 }
+
+// TestPath: a Runner's empty Git is git on PATH; a configured one is kept as given.
+func TestPath(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"": "git", "/opt/git/bin/git": "/opt/git/bin/git", "git2": "git2"} {
+		if got := Path(in); got != want {
+			t.Errorf("Path(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -35,6 +35,15 @@ func Env(env []string) []string {
 	return append(out, "LC_ALL=C")
 }
 
+// Path is the git a caller configured, git on PATH when it named none: every Runner's
+// Git field and replay's Repo mean this by "".
+func Path(git string) string {
+	if git == "" {
+		return "git"
+	}
+	return git
+}
+
 // Command returns a git command. Cancelling ctx sends SIGTERM, not SIGKILL: git removes
 // its .lock files on SIGTERM and leaves them behind on SIGKILL.
 func Command(ctx context.Context, git string, dirs []string, env []string, args ...string) *exec.Cmd {

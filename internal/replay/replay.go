@@ -333,12 +333,7 @@ func (r Repo) AtLeast(ctx context.Context, major, minor int) bool {
 	return gitexec.AtLeast(gitexec.Version(ctx, r.git(), r.Env), major, minor)
 }
 
-func (r Repo) git() string {
-	if r.Git == "" {
-		return "git"
-	}
-	return r.Git
-}
+func (r Repo) git() string { return gitexec.Path(r.Git) }
 
 // Short is an object name cut to 12 characters, for messages.
 func Short(oid string) string {
