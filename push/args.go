@@ -29,6 +29,15 @@ type Args struct {
 	Usage bool
 }
 
+// remoteOr is where the push goes: the remote its arguments name, else url, the
+// remote's URL as git reported it.
+func (a Args) remoteOr(url string) string {
+	if a.Remote != "" {
+		return a.Remote
+	}
+	return url
+}
+
 // gitPush is git push's options (git 2.39 to 2.55).
 var gitPush = gitopts.Command{ShortValues: "o", ShortFlags: "vqdnfu46", Names: map[string]bool{
 	"verbose": false, "quiet": false, "repo": true, "all": false, "branches": false, "mirror": false,

@@ -145,10 +145,7 @@ func (r *pushRun) fetchTip(ctx context.Context, env []string, args Args, url, re
 
 // fetch fetches ref from the push's remote, with extra options, for a cure.
 func (r *pushRun) fetch(ctx context.Context, env []string, args Args, url, ref string, extra ...string) error {
-	remote := args.Remote
-	if remote == "" {
-		remote = url
-	}
+	remote := args.remoteOr(url)
 	// No maintenance: it would run after every lost race, in the caller's time.
 	full := append([]string{"fetch", "-q", "--no-tags", "--no-auto-maintenance"}, extra...)
 	cmd := r.command(ctx, env, append(full, remote, ref)...)
@@ -177,6 +174,7 @@ func (r *pushRun) fetch(ctx context.Context, env []string, args Args, url, ref s
 func (r *pushRun) meet(ctx context.Context, env []string, args Args, url, ref, src, onto string) error {
 	repo := r.repo()
 	count := func() string { n, _ := repo.Output(ctx, "rev-list", "--count", onto); return n }
+	known := "" // onto's history as counted after the last round ("" before any)
 	for depth := 8; ; depth *= 4 {
 		if _, err := repo.Output(ctx, "merge-base", src, onto); err == nil {
 			return nil
@@ -184,13 +182,17 @@ func (r *pushRun) meet(ctx context.Context, env []string, args Args, url, ref, s
 		if shallow, _ := repo.Output(ctx, "rev-parse", "--is-shallow-repository"); shallow != "true" {
 			return nil
 		}
-		before := count()
+		if known == "" {
+			known = count()
+		}
 		if err := r.fetch(ctx, env, args, url, ref, "--deepen="+strconv.Itoa(depth)); err != nil {
 			return err
 		}
-		if count() == before {
+		after := count()
+		if after == known {
 			return nil
 		}
+		known = after
 	}
 }
 

@@ -16,10 +16,7 @@ func (p *Runner) verify(ctx context.Context, env []string, args Args, url string
 // check is verify, and also returns the destinations the remote does not have at
 // all (nil when it could not be asked).
 func (p *Runner) check(ctx context.Context, env []string, args Args, url string, refs []RefStatus) (held bool, absent map[string]bool) {
-	remote := args.Remote
-	if remote == "" {
-		remote = url
-	}
+	remote := args.remoteOr(url)
 	if remote == "" || len(refs) == 0 {
 		return false, nil
 	}
