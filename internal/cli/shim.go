@@ -166,8 +166,9 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 	}
 	childEnv := gitexec.Setenv(env, shim.HandoffVar, found.Handoff)
 	call, ok := shim.Parse(args)
-	handled := func(c shim.Call) bool { return c.UpdateRef() || c.Fetch() || c.Push() }
-	if ok && getenv(shim.BypassVar) == "" && !handled(call) {
+	bypass := getenv(shim.BypassVar) != ""
+	ours := ok && !bypass && (call.UpdateRef() || call.Fetch() || call.Push())
+	if ok && !bypass && !ours {
 		// An external git-<name> (git filter-repo, say): the shim runs it itself, so
 		// that the git it runs is the shim again and not the git in git's exec path.
 		if x, ok := shim.LookExternal(call, env, found.Path, self); ok {
@@ -176,7 +177,7 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 			}
 		}
 	}
-	if !ok || !handled(call) || getenv(shim.BypassVar) != "" {
+	if !ours {
 		code, err := execGit(found.Path, args, childEnv)
 		if err != nil {
 			fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)
