@@ -13,7 +13,7 @@
 #                              through refretry, actionlint, and the cross-compiles.
 #                              Neither Gitea nor GoReleaser is built.
 #   scripts/test.sh --stress   tier 3, what tier 2 leaves out: the tests that
-#                              testutil.Scale, Stress or Hunt size, at the stress size
+#                              testutil sizes (Scale, Stress, Hunt, Cells), at the stress size
 #                              (REFRETRY_TEST_SCALE=stress) under the race detector,
 #                              starting a refretry built without it; Gitea (built once,
 #                              cached) and the tests against it; the bounded fuzz runs;
@@ -74,15 +74,10 @@ step() { # the next step's title; prints how long the one before took
 # A count has no deadline to race. Counts are about 5-15 s of work here.
 fuzz() { go test -run '^$' -fuzz "^$2\$" -fuzztime "$3" "$1"; }
 
-# stress_tests prints "<package dir> <test>" for every test function that sizes itself
-# with testutil.Scale, Stress or Hunt: the tests whose stress size differs from tier 2's.
-stress_tests() {
-	grep -rlE --include='*_test.go' 'testutil\.(Scale|Stress|Hunt)\(' . | sort | while IFS= read -r f; do
-		awk -v dir="$(dirname "$f")" '
-			/^func / { name = $2; sub(/\(.*/, "", name) }
-			/testutil\.(Scale|Stress|Hunt)\(/ && name ~ /^Test/ { print dir, name }' "$f"
-	done | sort -u
-}
+# stress_tests prints "<package dir> <test>" for every test whose size the knob chooses
+# (testutil.Scale, Stress, Hunt, Cells, directly or through its package's helpers):
+# the tests whose stress size differs from tier 2's.
+stress_tests() { go run ./internal/harness/stresstests; }
 
 # runner_tests runs the tests of the Action and the GitLab component inside real CI
 # runners (act, gitlab-ci-local), too slow for tier 2.

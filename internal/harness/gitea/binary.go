@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // Version is the Gitea release scripts/gitea.sh builds.
@@ -44,8 +46,18 @@ func Binary() (string, error) {
 
 // Need returns the Gitea binary, or skips the test with one line when there is none.
 // A binary that is there but does not run fails the test: someone asked for it.
+//
+// The forge tests are the stress tier's (docs/testing.md): at the default size they
+// run only when REFRETRY_GITEA names the binary, not merely because scripts/gitea.sh
+// has cached one, so that `go test ./...` stays quick on a machine that ran the stress
+// tier once.
 func Need(t testing.TB) string {
 	t.Helper()
+	if os.Getenv(EnvBinary) == "" && !testutil.Stress(t) {
+		t.Skip("gitea: the forge tests run at " + testutil.ScaleEnv + "=stress (scripts/test.sh --stress), or with " +
+			EnvBinary + " set to the path scripts/gitea.sh build prints")
+		return ""
+	}
 	path, err := Binary()
 	if errors.Is(err, ErrNoBinary) {
 		t.Skip("gitea: " + ErrNoBinary.Error())

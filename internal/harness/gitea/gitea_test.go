@@ -22,6 +22,7 @@ import (
 
 	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/latency"
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // testGit is the git of both sides: REFRETRY_TEST_GIT (git 2.55 in CI) or the git on
@@ -316,6 +317,44 @@ func TestBinaryNotGitea(t *testing.T) {
 		t.Fatalf("Binary() with %s=/bin/true: %v, want an error that is not ErrNoBinary", EnvBinary, err)
 	}
 }
+
+// skipRecorder records a Skip instead of ending the test.
+type skipRecorder struct {
+	testing.TB
+	skipped string
+}
+
+func (r *skipRecorder) Skip(args ...any) { r.skipped = fmt.Sprint(args...) }
+
+// TestNeedDefaultSize: at the default size a cached binary is not enough, the forge
+// tests skip, naming the stress tier and the variable; with REFRETRY_GITEA set they
+// run (here: a binary that is not Gitea fails the test instead of skipping).
+func TestNeedDefaultSize(t *testing.T) {
+	t.Setenv(testutil.ScaleEnv, "")
+	t.Setenv(EnvBinary, "")
+	rec := &skipRecorder{TB: t}
+	if got := Need(rec); got != "" || !strings.Contains(rec.skipped, "scripts/test.sh --stress") || !strings.Contains(rec.skipped, EnvBinary) {
+		t.Errorf("Need at the default size = %q, skip %q", got, rec.skipped)
+	}
+	t.Setenv(EnvBinary, "/bin/true")
+	if _, err := Binary(); err == nil {
+		t.Fatalf("Binary with %s=/bin/true: no error", EnvBinary)
+	}
+	rec = &skipRecorder{TB: t}
+	failed := false
+	func() {
+		defer func() { failed = recover() != nil }()
+		Need(fatalPanics{rec})
+	}()
+	if rec.skipped != "" || !failed {
+		t.Errorf("Need with %s set: skipped %q, failed %v; want it to fail on a binary that is not Gitea", EnvBinary, rec.skipped, failed)
+	}
+}
+
+// fatalPanics turns Fatal into a panic the test recovers.
+type fatalPanics struct{ *skipRecorder }
+
+func (f fatalPanics) Fatal(args ...any) { panic(fmt.Sprint(args...)) }
 
 func TestStartFails(t *testing.T) {
 	t.Parallel()

@@ -36,3 +36,23 @@ func Scale(t testing.TB, small, full int) int {
 	}
 	return small
 }
+
+// Cells returns the cells of a matrix test (git versions by backends, say): all of
+// them at the stress size; at the default size only those whose indexes small names,
+// which the caller picks so that every value of every axis still appears in one
+// cell. An index out of range fails the test.
+func Cells[T any](t testing.TB, all []T, small ...int) []T {
+	t.Helper()
+	if Stress(t) {
+		return all
+	}
+	picked := make([]T, 0, len(small))
+	for _, i := range small {
+		if i < 0 || i >= len(all) {
+			t.Fatalf("testutil.Cells: index %d of %d cells", i, len(all))
+			return nil
+		}
+		picked = append(picked, all[i])
+	}
+	return picked
+}

@@ -96,3 +96,22 @@ func TestHuntStopsAtFailure(t *testing.T) {
 		t.Errorf("%d rounds, failure %q; want 2, %q", ran, rec.errs, "round 1 failed")
 	}
 }
+
+// TestCells: the default size keeps the cells named, in the order named; the stress
+// size keeps every cell; an index past the end fails the test, naming it.
+func TestCells(t *testing.T) {
+	all := []string{"a", "b", "c", "d"}
+	t.Setenv(ScaleEnv, "")
+	if got := Cells(t, all, 3, 0); fmt.Sprint(got) != "[d a]" {
+		t.Errorf("default size: %v, want [d a]", got)
+	}
+	rec := &recorder{TB: t}
+	Cells(rec, all, 4)
+	if rec.fatal != "testutil.Cells: index 4 of 4 cells" {
+		t.Errorf("index past the end: failure %q", rec.fatal)
+	}
+	t.Setenv(ScaleEnv, "stress")
+	if got := Cells(t, all, 3); fmt.Sprint(got) != "[a b c d]" {
+		t.Errorf("stress size: %v, want every cell", got)
+	}
+}
