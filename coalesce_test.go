@@ -175,16 +175,11 @@ func setRefs(t *testing.T, r *testutil.Repo, refs map[string]string) {
 	}
 }
 
-func coalesceBackends(t *testing.T) []backendCase {
-	old, cur := testutil.SystemGit(t), testutil.NewGit(t)
-	return []backendCase{{cur, "reftable"}, {cur, "files"}, {old, "files"}}
-}
-
 // mixedSeed seeds TestCoalesceMixed's order of invocations; 0 (the default) takes a
 // new seed from the clock. The test logs the seed it used.
 var mixedSeed = flag.Uint64("mixedseed", 0, "seed for TestCoalesceMixed's order of invocations (0: from the clock)")
 
-// TestCoalesceMixed: 600 concurrent invocations at stress size, 60 by default
+// TestCoalesceMixed: 600 concurrent invocations at stress size, 40 by default
 // (testutil.Scale): creates, updates, compare-and-swap updates, deletes, with two
 // reflog messages, a known subset of which fail on stale old values. Exactly those fail, each with the bytes and exit code plain git gives
 // for its own command; all others succeed silently; every ref ends as it should, its
@@ -200,14 +195,14 @@ func TestCoalesceMixed(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (replay with -run 'TestCoalesceMixed$' -mixedseed=%d)", seed, seed)
-	for k, bc := range coalesceBackends(t) {
+	for k, bc := range backends(t) {
 		// One source per backend: each draws the same order from the same seed,
 		// whichever of them -run selects.
 		rng := rand.New(rand.NewPCG(seed, uint64(k)))
 		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
 			r := testutil.NewRepo(t, bc.git, bc.backend)
 			a, b := r.Commit, r.NewCommit("second")
-			per := testutil.Scale(t, 6, 60)
+			per := testutil.Scale(t, 4, 60)
 			pre := map[string]string{}
 			want := map[string]string{} // "" means absent
 			msgs := map[string]string{}
@@ -416,11 +411,11 @@ func TestCoalesceKilled(t *testing.T) {
 // naming the value it expected.
 func TestCoalesceSameRef(t *testing.T) {
 	t.Parallel()
-	for _, bc := range coalesceBackends(t) {
+	for _, bc := range backends(t) {
 		t.Run(bc.git.Name()+"/"+bc.backend, func(t *testing.T) {
 			t.Parallel()
 			r := testutil.NewRepo(t, bc.git, bc.backend)
-			const n = 20
+			n := testutil.Scale(t, 10, 20)
 			chain := []string{r.Commit}
 			for i := 1; i <= n; i++ {
 				chain = append(chain, r.Run("commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", fmt.Sprint(i)))

@@ -46,7 +46,7 @@ func TestExampleMatrix(t *testing.T) {
 	r.Run("init", "-q", "--bare", "-b", "main", "--ref-format=reftable", remote)
 	r.Run("push", "-q", remote, "main")
 	env := exampleEnv(r)
-	const jobs = 12
+	jobs := testutil.Scale(t, 6, 12)
 	var wg sync.WaitGroup
 	results := make([]result, jobs)
 	for i := range jobs {
@@ -107,7 +107,7 @@ func TestExampleMatrix(t *testing.T) {
 	}
 	// A missing job fails the collection.
 	cenv = append(slices.Clone(cenv), fmt.Sprintf("EXPECTED=%d", jobs+1))
-	if res := example(t, collector, cenv, "collect-results.sh"); res.code == 0 || !strings.Contains(res.stderr, "expected 13 results, found 12") {
+	if res := example(t, collector, cenv, "collect-results.sh"); res.code == 0 || !strings.Contains(res.stderr, fmt.Sprintf("expected %d results, found %d", jobs+1, jobs)) {
 		t.Errorf("collect with a job missing: %+v", res)
 	}
 }

@@ -45,52 +45,60 @@ exit $rc
 func TestGatherKilled(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
+	type killPoint struct{ step, when string }
+	var points []killPoint
 	for _, step := range []string{"stage", "lease", "wave"} {
 		for _, when := range []string{"before", "after"} {
-			t.Run(step+"/"+when, func(t *testing.T) {
-				t.Parallel()
-				f := newGatherFixture(t, g)
-				gitIn, clone, refretry, remote, seed := f.git, f.clone, f.refretry, f.remote, f.seed
-				wrapper := f.killingGit()
-				lease := "--gather-lease=1s"
-				// The job that dies.
-				dead := clone("dead")
-				code, out := refretry(dead, wrapper, []string{"KILL_STEP=" + step, "KILL_WHEN=" + when},
-					"push", "--gather", lease, "origin", "HEAD:main")
-				if code != 137 {
-					t.Fatalf("the job was not killed: exit %d\n%s", code, out)
-				}
-				// Two jobs after it, at once, and then whatever is left is landed.
-				var wg sync.WaitGroup
-				for _, name := range []string{"live1", "live2"} {
-					dir := clone(name)
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						if code, out := refretry(dir, g.Path, nil, "push", "--gather", lease, "origin", "HEAD:main"); code != 0 {
-							t.Errorf("%s: exit %d\n%s", name, code, out)
-						}
-					}()
-				}
-				wg.Wait()
-				if code, out := refretry(seed, g.Path, nil, "gather", "land", "file://"+remote, "main"); code != 0 {
-					t.Errorf("gather land: exit %d\n%s", code, out)
-				}
-				log := gitIn(remote, "log", "--format=%s", "main")
-				for _, name := range []string{"live1", "live2"} {
-					if n := strings.Count(log+"\n", "result of "+name+"\n"); n != 1 {
-						t.Errorf("%s is on main %d times:\n%s", name, n, log)
-					}
-				}
-				deadStaged := !(step == "stage" && when == "before")
-				if n := strings.Count(log+"\n", "result of dead\n"); n != map[bool]int{true: 1, false: 0}[deadStaged] {
-					t.Errorf("the dead job's commit is on main %d times (staged before the kill: %v):\n%s", n, deadStaged, log)
-				}
-				if left := gitIn(remote, "for-each-ref", "refs/refretry/"); left != "" {
-					t.Errorf("left on the remote:\n%s", left)
-				}
-			})
+			points = append(points, killPoint{step, when})
 		}
+	}
+	// At the default size three of the six: each step and each side of it once, the
+	// dead job's commit unstaged (stage/before) and staged; all six at the stress size.
+	for _, p := range testutil.Cells(t, points, 0, 3, 5) {
+		step, when := p.step, p.when
+		t.Run(step+"/"+when, func(t *testing.T) {
+			t.Parallel()
+			f := newGatherFixture(t, g)
+			gitIn, clone, refretry, remote, seed := f.git, f.clone, f.refretry, f.remote, f.seed
+			wrapper := f.killingGit()
+			lease := "--gather-lease=1s"
+			// The job that dies.
+			dead := clone("dead")
+			code, out := refretry(dead, wrapper, []string{"KILL_STEP=" + step, "KILL_WHEN=" + when},
+				"push", "--gather", lease, "origin", "HEAD:main")
+			if code != 137 {
+				t.Fatalf("the job was not killed: exit %d\n%s", code, out)
+			}
+			// Two jobs after it, at once, and then whatever is left is landed.
+			var wg sync.WaitGroup
+			for _, name := range []string{"live1", "live2"} {
+				dir := clone(name)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if code, out := refretry(dir, g.Path, nil, "push", "--gather", lease, "origin", "HEAD:main"); code != 0 {
+						t.Errorf("%s: exit %d\n%s", name, code, out)
+					}
+				}()
+			}
+			wg.Wait()
+			if code, out := refretry(seed, g.Path, nil, "gather", "land", "file://"+remote, "main"); code != 0 {
+				t.Errorf("gather land: exit %d\n%s", code, out)
+			}
+			log := gitIn(remote, "log", "--format=%s", "main")
+			for _, name := range []string{"live1", "live2"} {
+				if n := strings.Count(log+"\n", "result of "+name+"\n"); n != 1 {
+					t.Errorf("%s is on main %d times:\n%s", name, n, log)
+				}
+			}
+			deadStaged := !(step == "stage" && when == "before")
+			if n := strings.Count(log+"\n", "result of dead\n"); n != map[bool]int{true: 1, false: 0}[deadStaged] {
+				t.Errorf("the dead job's commit is on main %d times (staged before the kill: %v):\n%s", n, deadStaged, log)
+			}
+			if left := gitIn(remote, "for-each-ref", "refs/refretry/"); left != "" {
+				t.Errorf("left on the remote:\n%s", left)
+			}
+		})
 	}
 }
 

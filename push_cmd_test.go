@@ -227,8 +227,9 @@ func TestPushLogFile(t *testing.T) {
 	}
 }
 
-// TestPushMatrixExample runs examples/push-matrix.sh as six matrix jobs finishing at
-// once: every job's result ref lands, and every job's commit is on the shared branch.
+// TestPushMatrixExample runs examples/push-matrix.sh as matrix jobs finishing at once
+// (4, or 6 at the stress size: testutil.Scale): every job's result ref lands, and every
+// job's commit is on the shared branch.
 func TestPushMatrixExample(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
@@ -240,7 +241,7 @@ func TestPushMatrixExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const jobs = 6
+	jobs := testutil.Scale(t, 4, 6)
 	results := make([]result, jobs)
 	done := make(chan int)
 	for j := range jobs {

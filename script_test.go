@@ -60,11 +60,13 @@ func TestScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := testutil.NewGit(t)
-	for _, v := range []scriptVariant{
+	// Each git and each backend at the default size; git 2.55 on files too at the
+	// stress size (testutil.Cells).
+	for _, v := range testutil.Cells(t, []scriptVariant{
 		{git: testutil.SystemGit(t), backend: "files"},
 		{git: cur, backend: "files"},
 		{git: cur, backend: "reftable"},
-	} {
+	}, 0, 2) {
 		v.bin, v.refretry, v.fixtures = bin, binary, fixtures
 		t.Run(v.name(), func(t *testing.T) {
 			t.Parallel()

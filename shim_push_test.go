@@ -160,10 +160,10 @@ fi
 // first) or from the server's compare-and-swap.
 var gitRejection = regexp.MustCompile(`(?m)^ ! \[rejected\]        (results|HEAD) -> results \(fetch first\)$|^ ! \[remote rejected\] (results|HEAD) -> results \(`)
 
-// runJob runs script with bash in dir; a job that has not ended after five minutes is
-// killed and reported with code -1.
+// runJob runs script with bash in dir; a job that has not ended after two minutes,
+// twice refretry's default budget, is killed and reported with code -1.
 func runJob(dir string, env []string, script string) result {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir, cmd.Env = dir, env
@@ -202,11 +202,8 @@ func TestShimPushAutoCommit(t *testing.T) {
 				}
 				seed.Run(append(initArgs, remote)...)
 				seed.Run("push", "-q", "file://"+remote, "main:results")
-				const jobs = 6
+				jobs := testutil.Scale(t, 4, 6)
 				shimGit, env := shimSetup(t, seed)
-				// A budget for a loaded machine: the six subtests' jobs run at once on two
-				// cores, and each lost race waits a pause in units of the slowest turn.
-				env = append(env, "REFRETRY_TIMEOUT=4m")
 				if optIn {
 					env = append(env, "REFRETRY_PUSH_REBASE=1")
 				}

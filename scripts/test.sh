@@ -103,10 +103,7 @@ if ! $stress; then
 	fi
 
 	step "tier 1: go test ./... (git 2.39: $(git version), git 2.55: $REFRETRY_TEST_GIT)"
-	# Go's 10 minutes a package is tier 1's limit on a quiet machine; the root package
-	# took 332-548 s in CI rehearsals on a shared one (docs/testing.md), so here a
-	# loaded machine gets 20 before a package counts as hung.
-	go test -count=1 -timeout 20m ./...
+	go test -count=1 ./...
 
 	# The race detector where refretry runs goroutines of its own: group commit's
 	# leader, the engine, the --stdin session proxy (transaction), the reporter,
@@ -116,7 +113,10 @@ if ! $stress; then
 	# the group-commit leader, the shim, push and fetch. Its process storms, kill
 	# rounds, git's scripts, examples and Action tests ran in tier 1 above; the stress
 	# tier runs the storms at full size under -race.
-	root_race='^(TestStdinFromFile|TestBatchUpdates.*|TestLog(PlainIsDropIn|Formats|GitHubActions|StdinAndConfig|Outcomes|Note.*)|TestSIGTERMWhileWaiting|TestGatherSIGTERM|TestCoalesce(SameRef|Patience|Off)|TestShim.*|TestPush.*|TestFetch.*|TestRefusedRemote|TestHeldLockReleased|TestInteractiveLockAtPrepare|TestBadInput|TestReliabilityKillMidInput)$'
+	# The tests that start many jobs at once (TestShimPushAutoCommit, TestPushMatrixExample,
+	# TestFetchCommand, TestShimConcurrent) or a third-party tool (TestShimFilterRepo)
+	# add processes, not goroutines: they ran in tier 1.
+	root_race='^(TestStdinFromFile|TestBatchUpdates.*|TestLog(PlainIsDropIn|Formats|GitHubActions|StdinAndConfig|Outcomes|Note.*)|TestSIGTERMWhileWaiting|TestGatherSIGTERM|TestCoalesce(SameRef|Patience|Off)|TestShim(External|PushProgressSameAsGit|PushProgressTerminal|PushSameAsGit|Passthrough|UpdateRef|Retries|UnderRefretry|NoLoop)|TestPush(SameAsGit|LockHeldCLI|GitMissing|LogFile|NamesPush|AtomicUnsupported|ForgeRuleCLI|ForgeMessagesCLI)|TestFetch(NamesFetch|Help)|TestRefusedRemote|TestHeldLockReleased|TestInteractiveLockAtPrepare|TestBadInput|TestReliabilityKillMidInput)$'
 	step "go test -race: the packages with in-process concurrency, and the root package's tests of refretry's goroutines"
 	# git's own update-ref tests spend about half their time in lock waits of git's
 	# (docs/reliability.md): they run beside the race detector's step, which keeps

@@ -117,8 +117,14 @@ func SystemGit(t testing.TB) Git {
 // Gits returns both git binaries under test.
 func Gits(t testing.TB) []Git { return []Git{SystemGit(t), NewGit(t)} }
 
+// probe learns a git's version and whether it has reftable, once per path and test
+// binary: every test asks for its gits, and the two processes were a few hundred
+// per package.
 func probe(t testing.TB, path string) Git {
 	t.Helper()
+	if g, ok := probed.Load(path); ok {
+		return g.(Git)
+	}
 	out, err := exec.Command(path, "version").Output()
 	if err != nil {
 		t.Fatalf("git %s: %v", path, err)
@@ -127,8 +133,11 @@ func probe(t testing.TB, path string) Git {
 	g := Git{Path: path, Version: v}
 	dir := t.TempDir()
 	g.Reftable = exec.Command(path, "init", "-q", "--ref-format=reftable", dir).Run() == nil
+	probed.Store(path, g)
 	return g
 }
+
+var probed sync.Map // path -> Git
 
 // Repo is a temporary repository with one commit on main.
 type Repo struct {
