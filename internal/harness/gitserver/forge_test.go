@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/gitserver"
@@ -89,16 +88,12 @@ type raced struct {
 
 // newRaced serves the remote with opts; move, when set, runs in BeforeReceivePack of
 // the first POST, between the advertisement and the update. The two repositories are
-// a copy of the combo's start, built once per test binary.
+// a copy of the combo's start, built once per test binary (startRaced).
 func newRaced(t *testing.T, cb combo, opts gitserver.Options, move func(r *raced)) *raced {
 	t.Helper()
-	st := startOf(t, cb)
-	root := t.TempDir()
-	if err := os.CopyFS(root, os.DirFS(st.dir)); err != nil {
-		t.Fatalf("copying the start of %s: %v", cb.name(), err)
-	}
+	root, _, oids := starts.Copy(t, cb.name(), func(t testing.TB, dir string) [3]string { return startRaced(t, cb, dir) })
 	r := &raced{rem: remoteAt(t, cb.server, cb.backend, filepath.Join(root, "remote")),
-		w: workAt(t, cb.client, filepath.Join(root, "work")), a: st.a, b: st.b, c: st.c}
+		w: workAt(t, cb.client, filepath.Join(root, "work")), a: oids[0], b: oids[1], c: oids[2]}
 
 	before := opts.BeforeReceivePack
 	opts.BeforeReceivePack = func(n int) {
@@ -114,58 +109,29 @@ func newRaced(t *testing.T, cb combo, opts gitserver.Options, move func(r *raced
 	return r
 }
 
-// start is a combo's two repositories as newRaced hands them out, under dir: the
-// remote's root in remote/, the client's in work/. The hermetic identity and date
-// make A, B and C the same commits wherever they are built.
-type start struct {
-	once    sync.Once
-	built   bool
-	dir     string
-	a, b, c string
-}
+// starts holds each combo's two repositories as newRaced hands them out.
+var starts testutil.Starts[[3]string]
 
-var (
-	startsMu sync.Mutex
-	starts   = map[string]*start{}
-)
-
-// startOf builds the combo's start the first time a test asks for it (that test's
-// failures are the build's) and returns it.
-func startOf(t *testing.T, cb combo) *start {
+// startRaced builds a combo's start under dir: the remote's root in remote/, the
+// client's in work/, the client's origin a server since closed. It returns A, B and C.
+func startRaced(t testing.TB, cb combo, dir string) [3]string {
 	t.Helper()
-	startsMu.Lock()
-	st := starts[cb.name()]
-	if st == nil {
-		st = &start{}
-		starts[cb.name()] = st
-	}
-	startsMu.Unlock()
-	st.once.Do(func() {
-		dir, err := os.MkdirTemp(scratch, "start-")
-		if err != nil {
+	for _, sub := range []string{"remote", "work"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for _, sub := range []string{"remote", "work"} {
-			if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rem := initRemote(t, cb.server, cb.backend, filepath.Join(dir, "remote"))
-		setup := rem.serve(gitserver.Options{})
-		w := initWork(t, cb.client, filepath.Join(dir, "work"), setup.URL("r.git"))
-		st.a = w.commit("a")
-		st.b = w.commit("b")
-		w.run("push", "-q", "origin", st.a+":refs/heads/main", st.a+":refs/heads/del", st.a+":refs/heads/d", st.b+":refs/heads/other")
-		w.run("reset", "-q", "--hard", st.a)
-		st.c = w.commit("c")
-		w.run("fetch", "-q", "origin")
-		setup.Close()
-		st.dir, st.built = dir, true
-	})
-	if !st.built {
-		t.Fatalf("the start of %s was not built: see the first test that built it", cb.name())
 	}
-	return st
+	rem := initRemote(t, cb.server, cb.backend, filepath.Join(dir, "remote"))
+	setup := rem.serve(gitserver.Options{})
+	defer setup.Close()
+	w := initWork(t, cb.client, filepath.Join(dir, "work"), setup.URL("r.git"))
+	a := w.commit("a")
+	b := w.commit("b")
+	w.run("push", "-q", "origin", a+":refs/heads/main", a+":refs/heads/del", a+":refs/heads/d", b+":refs/heads/other")
+	w.run("reset", "-q", "--hard", a)
+	c := w.commit("c")
+	w.run("fetch", "-q", "origin")
+	return [3]string{a, b, c}
 }
 
 // lockRace is one way a ref's update loses to another writer on the server.
