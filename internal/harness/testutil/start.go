@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -92,4 +93,23 @@ func load(dir string) (fstest.MapFS, error) {
 		return nil
 	})
 	return tree, err
+}
+
+// Relocate points the paths that file (in a copy at dir of a start built in builtIn)
+// names under builtIn at dir instead, as a clone's origin must name the copy's
+// remote. A file that names nothing under builtIn fails the test: the caller expected
+// a path there.
+func Relocate(t testing.TB, file, builtIn, dir string) {
+	t.Helper()
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := []byte(builtIn + string(filepath.Separator))
+	if !bytes.Contains(text, from) {
+		t.Fatalf("%s names nothing under %s", file, builtIn)
+	}
+	if err := os.WriteFile(file, bytes.ReplaceAll(text, from, []byte(dir+string(filepath.Separator))), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

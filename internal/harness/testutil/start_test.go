@@ -58,3 +58,19 @@ func TestStartsFailedBuild(t *testing.T) {
 		t.Errorf("Fatalf %q, want %q", later.fatal, want)
 	}
 }
+
+// TestRelocate: the paths under the build's directory name the copy's; a file naming
+// none fails the test.
+func TestRelocate(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "config")
+	os.WriteFile(file, []byte("url = /b/1/remote.git\nother = /b/10/x\n"), 0o644)
+	Relocate(t, file, "/b/1", "/c/2")
+	if got, _ := os.ReadFile(file); string(got) != "url = /c/2/remote.git\nother = /b/10/x\n" {
+		t.Errorf("relocated:\n%s", got)
+	}
+	r := &recorder{TB: t}
+	Relocate(r, file, "/b/1", "/c/2")
+	if want := file + " names nothing under /b/1"; r.fatal != want {
+		t.Errorf("Fatalf %q, want %q", r.fatal, want)
+	}
+}
