@@ -57,10 +57,7 @@ func TestRefusalsTranscribed(t *testing.T) {
 			r := newRaced(t, cb, gitserver.Options{Refuse: []gitserver.Refusal{tc.refusal}}, nil)
 			url := r.srv.URL("r.git")
 			p := r.w.push("--porcelain", "origin", "main", "main:refs/heads/side")
-			wantOut := "To " + url + "\n" +
-				"!\trefs/heads/main:refs/heads/main\t[remote rejected] (" + tc.reason + ")\n" +
-				"!\trefs/heads/main:refs/heads/side\t[remote rejected] (" + tc.reason + ")\n" +
-				"Done\n"
+			wantOut := rejectedMainAndSide(url, tc.reason)
 			wantErr := remoteLines(tc.lines(r.srv.BaseURL()+"/r")...) + failedTo(url)
 			if p.code != 1 || p.stdout != wantOut || p.stderr != wantErr {
 				t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", p.code, p.stdout, wantOut, p.stderr, wantErr)
@@ -73,6 +70,15 @@ func TestRefusalsTranscribed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rejectedMainAndSide is the porcelain of a push of main to main and side that the
+// server refused for reason.
+func rejectedMainAndSide(url, reason string) string {
+	return "To " + url + "\n" +
+		"!\trefs/heads/main:refs/heads/main\t[remote rejected] (" + reason + ")\n" +
+		"!\trefs/heads/main:refs/heads/side\t[remote rejected] (" + reason + ")\n" +
+		"Done\n"
 }
 
 // TestGitHubTranscribedRefPhaseFailures: GitHub's commit_refs failure and its 5xx in
@@ -104,10 +110,7 @@ func TestGitHubTranscribedRefPhaseFailures(t *testing.T) {
 			r := newRaced(t, cb, gitserver.Options{PushFaults: map[int]gitserver.PushFault{1: {Kind: tc.kind, Apply: apply}}}, nil)
 			url := r.srv.URL("r.git")
 			p := r.w.push("--porcelain", "origin", "main", "main:refs/heads/side")
-			wantOut := "To " + url + "\n" +
-				"!\trefs/heads/main:refs/heads/main\t[remote rejected] (" + tc.reason + ")\n" +
-				"!\trefs/heads/main:refs/heads/side\t[remote rejected] (" + tc.reason + ")\n" +
-				"Done\n"
+			wantOut := rejectedMainAndSide(url, tc.reason)
 			wantErr := remoteLines(tc.lines...) + failedTo(url)
 			if p.code != 1 || p.stdout != wantOut || p.stderr != wantErr {
 				t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", p.code, p.stdout, wantOut, p.stderr, wantErr)

@@ -194,6 +194,19 @@ func racePush(t *testing.T, cb combo, forge gitserver.Forge, lr lockRace) (*race
 	return r, p
 }
 
+// eachRace pushes each lock race through a server in forge mode, on the combos that
+// cells pairs it with (raceShift), and hands check what the push printed.
+func eachRace(t *testing.T, forge gitserver.Forge, check func(t *testing.T, cb combo, lr lockRace, r *raced, p pushed)) {
+	for _, c := range cells(t, combos(t), len(lockRaces), raceShift) {
+		cb, lr := c.cb, lockRaces[c.i]
+		t.Run(cb.name()+"/"+lr.name, func(t *testing.T) {
+			t.Parallel()
+			r, p := racePush(t, cb, forge, lr)
+			check(t, cb, lr, r, p)
+		})
+	}
+}
+
 func porcelain(url, ref, reason string) string {
 	return "To " + url + "\n!\trefs/heads/main:" + ref + "\t[remote rejected] (" + reason + ")\nDone\n"
 }
@@ -205,21 +218,16 @@ func failedTo(url string) string { return "error: failed to push some refs to '"
 // and no remote: line, whatever git's own reason for it was.
 func TestGitHubTranscribedLockFailures(t *testing.T) {
 	t.Parallel()
-	for _, c := range cells(t, combos(t), len(lockRaces), raceShift) {
-		cb, lr := c.cb, lockRaces[c.i]
-		t.Run(cb.name()+"/"+lr.name, func(t *testing.T) {
-			t.Parallel()
-			r, p := racePush(t, cb, gitserver.ForgeGitHub, lr)
-			url := r.srv.URL("r.git")
-			want := porcelain(url, lr.ref, "cannot lock ref '"+lr.ref+"': "+lr.detail(r))
-			if p.stdout != want {
-				t.Errorf("stdout:\n%s\nwant:\n%s", p.stdout, want)
-			}
-			if p.stderr != failedTo(url) {
-				t.Errorf("stderr:\n%s\nwant:\n%s", p.stderr, failedTo(url))
-			}
-		})
-	}
+	eachRace(t, gitserver.ForgeGitHub, func(t *testing.T, cb combo, lr lockRace, r *raced, p pushed) {
+		url := r.srv.URL("r.git")
+		want := porcelain(url, lr.ref, "cannot lock ref '"+lr.ref+"': "+lr.detail(r))
+		if p.stdout != want {
+			t.Errorf("stdout:\n%s\nwant:\n%s", p.stdout, want)
+		}
+		if p.stderr != failedTo(url) {
+			t.Errorf("stderr:\n%s\nwant:\n%s", p.stderr, failedTo(url))
+		}
+	})
 }
 
 // TestGitLabTranscribedIncorrectOldValue: through ForgeGitLab, a lost compare-and-swap
@@ -227,42 +235,32 @@ func TestGitHubTranscribedLockFailures(t *testing.T) {
 // the other lock failures print what git prints.
 func TestGitLabTranscribedIncorrectOldValue(t *testing.T) {
 	t.Parallel()
-	for _, c := range cells(t, combos(t), len(lockRaces), raceShift) {
-		cb, lr := c.cb, lockRaces[c.i]
-		t.Run(cb.name()+"/"+lr.name, func(t *testing.T) {
-			t.Parallel()
-			r, p := racePush(t, cb, gitserver.ForgeGitLab, lr)
-			url := r.srv.URL("r.git")
-			wantOut, wantErr := porcelain(url, lr.ref, lr.gitReason(cb)), remoteLines(lr.gitLine(cb, r))+failedTo(url)
-			if lr.name == "lost compare-and-swap" {
-				wantOut, wantErr = porcelain(url, lr.ref, "incorrect old value provided"), failedTo(url)
-			}
-			if p.stdout != wantOut {
-				t.Errorf("stdout:\n%s\nwant:\n%s", p.stdout, wantOut)
-			}
-			if p.stderr != wantErr {
-				t.Errorf("stderr:\n%s\nwant:\n%s", p.stderr, wantErr)
-			}
-		})
-	}
+	eachRace(t, gitserver.ForgeGitLab, func(t *testing.T, cb combo, lr lockRace, r *raced, p pushed) {
+		url := r.srv.URL("r.git")
+		wantOut, wantErr := porcelain(url, lr.ref, lr.gitReason(cb)), remoteLines(lr.gitLine(cb, r))+failedTo(url)
+		if lr.name == "lost compare-and-swap" {
+			wantOut, wantErr = porcelain(url, lr.ref, "incorrect old value provided"), failedTo(url)
+		}
+		if p.stdout != wantOut {
+			t.Errorf("stdout:\n%s\nwant:\n%s", p.stdout, wantOut)
+		}
+		if p.stderr != wantErr {
+			t.Errorf("stderr:\n%s\nwant:\n%s", p.stderr, wantErr)
+		}
+	})
 }
 
 // TestGitOwnOutput: ForgeGit leaves git's answer alone: git's reason, and git's
 // remote: error line.
 func TestGitOwnOutput(t *testing.T) {
 	t.Parallel()
-	for _, c := range cells(t, combos(t), len(lockRaces), raceShift) {
-		cb, lr := c.cb, lockRaces[c.i]
-		t.Run(cb.name()+"/"+lr.name, func(t *testing.T) {
-			t.Parallel()
-			r, p := racePush(t, cb, gitserver.ForgeGit, lr)
-			url := r.srv.URL("r.git")
-			if want := porcelain(url, lr.ref, lr.gitReason(cb)); p.stdout != want {
-				t.Errorf("stdout:\n%s\nwant:\n%s", p.stdout, want)
-			}
-			if want := remoteLines(lr.gitLine(cb, r)) + failedTo(url); p.stderr != want {
-				t.Errorf("stderr:\n%s\nwant:\n%s", p.stderr, want)
-			}
-		})
-	}
+	eachRace(t, gitserver.ForgeGit, func(t *testing.T, cb combo, lr lockRace, r *raced, p pushed) {
+		url := r.srv.URL("r.git")
+		if want := porcelain(url, lr.ref, lr.gitReason(cb)); p.stdout != want {
+			t.Errorf("stdout:\n%s\nwant:\n%s", p.stdout, want)
+		}
+		if want := remoteLines(lr.gitLine(cb, r)) + failedTo(url); p.stderr != want {
+			t.Errorf("stderr:\n%s\nwant:\n%s", p.stderr, want)
+		}
+	})
 }
