@@ -86,10 +86,7 @@ func buildWorld(t testing.TB, c combo, root string) {
 	}
 	w.git(root, append([]string{"init", "-q", "--bare", "-b", "main"}, append(format, w.remote)...)...)
 	a := w.commit("A", "")
-	w.git(w.remote, "update-ref", "refs/heads/main", a)
-	for i := 1; i <= branches; i++ {
-		w.git(w.remote, "update-ref", fmt.Sprintf("refs/heads/b%d", i), a)
-	}
+	w.setBranches(a)
 	w.git(root, append([]string{"clone", "-q"}, append(format, "file://"+w.remote, w.clone)...)...)
 	w.move()
 }
@@ -109,11 +106,23 @@ func (w *world) commit(msg, parent string) string {
 func (w *world) move() string {
 	w.t.Helper()
 	b := w.commit("moved", w.git(w.remote, "rev-parse", "main"))
-	w.git(w.remote, "update-ref", "refs/heads/main", b)
-	for i := 1; i <= branches; i++ {
-		w.git(w.remote, "update-ref", fmt.Sprintf("refs/heads/b%d", i), b)
-	}
+	w.setBranches(b)
 	return b
+}
+
+// setBranches points the remote's main and b1..b20 at oid, in one update-ref.
+func (w *world) setBranches(oid string) {
+	w.t.Helper()
+	var in strings.Builder
+	fmt.Fprintf(&in, "update refs/heads/main %s\n", oid)
+	for i := 1; i <= branches; i++ {
+		fmt.Fprintf(&in, "update refs/heads/b%d %s\n", i, oid)
+	}
+	cmd := exec.Command(w.c.git.Path, "update-ref", "--stdin")
+	cmd.Dir, cmd.Env, cmd.Stdin = w.remote, w.env, strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		w.t.Fatalf("git update-ref --stdin: %v\n%s", err, out)
+	}
 }
 
 func (w *world) git(dir string, args ...string) string {
