@@ -191,6 +191,13 @@ func hold(t testing.TB, path string) func() {
 	return func() { once.Do(func() { os.Remove(path) }) }
 }
 
+// noLockWait turns git's own wait for a held lock off (refretry gives git 1 s an
+// attempt; a command line's -c wins), so that a lock held on purpose fails the
+// attempt at once: what the tests check is what refretry does next, not git's wait.
+func noLockWait(r *fetch.Runner) {
+	r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0' 'reftable.locktimeout'='0'")
+}
+
 // result is one Run.
 type result struct {
 	code           int
@@ -382,8 +389,7 @@ func TestHeldLockReleased(t *testing.T) {
 			release := hold(t, lock)
 			defer release()
 			r := w.run(func(r *fetch.Runner) {
-				// git's own wait off, so that the held lock fails the attempt at once.
-				r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0' 'reftable.locktimeout'='0'")
+				noLockWait(r)
 				record := r.OnAttempt
 				r.OnAttempt = func(a retry.Attempt) { record(a); release() }
 			}, "origin")
@@ -505,7 +511,7 @@ func TestStaleLock(t *testing.T) {
 			for _, p := range []string{lock, pidFile} {
 				os.Chtimes(p, old, old)
 			}
-			r := w.run(func(r *fetch.Runner) { r.Settings = policyBreaking(20, breakIt) }, "origin")
+			r := w.run(func(r *fetch.Runner) { noLockWait(r); r.Settings = policyBreaking(20, breakIt) }, "origin")
 			if !breakIt {
 				var e *failure.Error
 				if r.code != 1 || !errors.As(r.err, &e) || e.Class != failure.StaleLock || len(r.attempts) != 1 {
@@ -557,7 +563,7 @@ func TestStaleLockOutsideStore(t *testing.T) {
 	if err := os.Chtimes(lock, old, old); err != nil {
 		t.Fatal(err)
 	}
-	r := w.run(func(r *fetch.Runner) { r.Settings = policy(20) }, "origin")
+	r := w.run(func(r *fetch.Runner) { noLockWait(r); r.Settings = policy(20) }, "origin")
 	var e *failure.Error
 	if r.code == 0 || !errors.As(r.err, &e) || e.Class != failure.StaleLock || len(r.attempts) != 1 {
 		t.Fatalf("exit %d, err %v, attempts %v", r.code, r.err, r.classes())
@@ -589,6 +595,7 @@ func TestUnseenHolder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := w.run(func(r *fetch.Runner) {
+				noLockWait(r)
 				r.Settings = policyBreaking(2, true)
 				if lands {
 					record := r.OnAttempt
@@ -631,7 +638,7 @@ func TestStdinRefspecs(t *testing.T) {
 	defer release()
 	w.stdin = strings.NewReader("refs/heads/b3:refs/remotes/origin/b3\nrefs/heads/b4:refs/remotes/origin/b4\n")
 	r := w.run(func(r *fetch.Runner) {
-		r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0'")
+		noLockWait(r)
 		record := r.OnAttempt
 		r.OnAttempt = func(a retry.Attempt) { record(a); release() }
 	}, "--stdin", "origin")
