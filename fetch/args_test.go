@@ -9,8 +9,9 @@ import (
 )
 
 // TestRemoteOf: the repository a fetch names, the option values before it skipped as
-// git skips them, checked against both real gits: given the argument, then "1", then
-// a remote that does not exist, git names the remote it tried to fetch from.
+// git skips them, checked against both real gits (by default each argument against
+// one of them, in turn): given the argument, then "1", then a remote that does not
+// exist, git names the remote it tried to fetch from.
 func TestRemoteOf(t *testing.T) {
 	t.Parallel()
 	args := []string{
@@ -19,24 +20,38 @@ func TestRemoteOf(t *testing.T) {
 		"--recurse-submodules-default", "--submodule-prefix", "--prune", "--prune-t", "-4", "--stdin",
 		"--no-depth", "--depth=1", "-v", "--upload-pack",
 	}
-	for _, g := range testutil.Gits(t) {
+	type cell struct {
+		r   *testutil.Repo
+		arg string
+	}
+	gits := testutil.Gits(t)
+	var all []cell
+	var small []int
+	for gi, g := range gits {
 		r := testutil.NewRepo(t, g, "files")
-		for _, arg := range args {
-			cmd := exec.Command(g.Path, "fetch", arg, "1", "nosuchremote")
-			cmd.Dir, cmd.Env = r.Dir, r.Env
-			out, _ := cmd.CombinedOutput()
-			var used string
-			switch {
-			case strings.Contains(string(out), "'nosuchremote'"):
-				used = "nosuchremote"
-			case strings.Contains(string(out), "'1'"):
-				used = "1"
-			default:
-				t.Fatalf("%s fetch %s 1 nosuchremote named neither remote:\n%s", g.Name(), arg, out)
+		for i, arg := range args {
+			if i%len(gits) == gi {
+				small = append(small, len(all))
 			}
-			if got := remoteOf([]string{arg, "1", "nosuchremote"}); got != used {
-				t.Errorf("remoteOf(%s 1 nosuchremote) = %q; %s fetched from %q", arg, got, g.Name(), used)
-			}
+			all = append(all, cell{r, arg})
+		}
+	}
+	for _, c := range testutil.Cells(t, all, small...) {
+		r, g, arg := c.r, c.r.Git, c.arg
+		cmd := exec.Command(g.Path, "fetch", arg, "1", "nosuchremote")
+		cmd.Dir, cmd.Env = r.Dir, r.Env
+		out, _ := cmd.CombinedOutput()
+		var used string
+		switch {
+		case strings.Contains(string(out), "'nosuchremote'"):
+			used = "nosuchremote"
+		case strings.Contains(string(out), "'1'"):
+			used = "1"
+		default:
+			t.Fatalf("%s fetch %s 1 nosuchremote named neither remote:\n%s", g.Name(), arg, out)
+		}
+		if got := remoteOf([]string{arg, "1", "nosuchremote"}); got != used {
+			t.Errorf("remoteOf(%s 1 nosuchremote) = %q; %s fetched from %q", arg, got, g.Name(), used)
 		}
 	}
 	for _, tc := range []struct {

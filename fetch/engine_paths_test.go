@@ -42,9 +42,30 @@ type fetchRepos struct {
 
 func newFetchRepos(t *testing.T, bin string, g testutil.Git, backend string) *fetchRepos {
 	t.Helper()
-	root := t.TempDir()
-	f := &fetchRepos{git: g, backend: backend, root: root, clone: filepath.Join(root, "clone"), env: hermetic.Env(os.Environ(), root)}
-	format := "--ref-format=" + backend
+	root, builtIn, b := fetchStarts.Copy(t, g.Name()+"/"+backend, func(t testing.TB, root string) string {
+		return fetchReposAt(g, backend, root).build(t)
+	})
+	f := fetchReposAt(g, backend, root)
+	f.B = b
+	testutil.Relocate(t, filepath.Join(f.clone, ".git", "config"), builtIn, root)
+	f.fake = fakegittest.New(t, bin, g.Path)
+	f.fake.Command, f.fake.CaptureRepo, f.fake.Repo = "fetch", "/tmp/refretry-fetch-fixtures", root
+	return f
+}
+
+// fetchStarts holds the repositories of each git and backend as newFetchRepos hands
+// them out: built once per test binary, copied for each test.
+var fetchStarts testutil.Starts[string]
+
+func fetchReposAt(g testutil.Git, backend, root string) *fetchRepos {
+	return &fetchRepos{git: g, backend: backend, root: root, clone: filepath.Join(root, "clone"), env: hermetic.Env(os.Environ(), root)}
+}
+
+// build makes the repositories under f.root and returns B.
+func (f *fetchRepos) build(t testing.TB) string {
+	t.Helper()
+	root := f.root
+	format := "--ref-format=" + f.backend
 	src := filepath.Join(root, "src")
 	f.gitIn(t, root, "init", "-q", "-b", "main", src)
 	f.gitIn(t, src, "commit", "-q", "--allow-empty", "-m", "A")
@@ -52,14 +73,12 @@ func newFetchRepos(t *testing.T, bin string, g testutil.Git, backend string) *fe
 	f.gitIn(t, root, "clone", "-q", "--bare", format, src, filepath.Join(root, "remote.git"))
 	f.gitIn(t, root, "clone", "-q", format, filepath.Join(root, "remote.git"), f.clone)
 	f.gitIn(t, src, "commit", "-q", "--allow-empty", "-m", "B")
-	f.B = f.gitIn(t, src, "rev-parse", "HEAD")
+	b := f.gitIn(t, src, "rev-parse", "HEAD")
 	f.gitIn(t, src, "push", "-q", filepath.Join(root, "remote.git"), "main", "main:b3")
-	f.fake = fakegittest.New(t, bin, g.Path)
-	f.fake.Command, f.fake.CaptureRepo, f.fake.Repo = "fetch", "/tmp/refretry-fetch-fixtures", root
-	return f
+	return b
 }
 
-func (f *fetchRepos) gitIn(t *testing.T, dir string, args ...string) string {
+func (f *fetchRepos) gitIn(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(f.git.Path, args...)
 	cmd.Dir, cmd.Env = dir, f.env

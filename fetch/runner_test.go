@@ -31,6 +31,10 @@ func combos(t *testing.T) []combo {
 	return []combo{{cur, "files"}, {cur, "reftable"}, {old, "files"}}
 }
 
+// coveringCombos is combos at the stress size; at the default size the two that hold
+// each git and each backend once: 2.55 on reftable and 2.39 on files.
+func coveringCombos(t *testing.T) []combo { return testutil.Cells(t, combos(t), 1, 2) }
+
 type combo struct {
 	git     testutil.Git
 	backend string
@@ -53,24 +57,38 @@ type world struct {
 
 const branches = 20
 
+// newWorld is a copy of the combo's world, built once per test binary (buildWorld):
+// the hermetic date makes its commits the same wherever it is built, and the clone's
+// origin, the one path the tree names, is pointed at the copy's remote.
 func newWorld(t testing.TB, c combo) *world {
 	t.Helper()
-	root := t.TempDir()
-	w := &world{t: t, c: c, root: root, remote: filepath.Join(root, "remote.git"), clone: filepath.Join(root, "clone"),
+	root, builtIn, _ := worlds.Copy(t, c.name(), func(t testing.TB, dir string) struct{} { buildWorld(t, c, dir); return struct{}{} })
+	w := worldAt(t, c, root)
+	testutil.Relocate(t, filepath.Join(w.clone, ".git", "config"), builtIn, root)
+	return w
+}
+
+// worlds holds each combo's world as newWorld hands it out.
+var worlds testutil.Starts[struct{}]
+
+func worldAt(t testing.TB, c combo, root string) *world {
+	return &world{t: t, c: c, root: root, remote: filepath.Join(root, "remote.git"), clone: filepath.Join(root, "clone"),
 		env: hermetic.Env(os.Environ(), root)}
+}
+
+// buildWorld makes the world under root.
+func buildWorld(t testing.TB, c combo, root string) {
+	t.Helper()
+	w := worldAt(t, c, root)
 	format := []string{}
 	if c.backend == "reftable" {
 		format = []string{"--ref-format=reftable"}
 	}
 	w.git(root, append([]string{"init", "-q", "--bare", "-b", "main"}, append(format, w.remote)...)...)
 	a := w.commit("A", "")
-	w.git(w.remote, "update-ref", "refs/heads/main", a)
-	for i := 1; i <= branches; i++ {
-		w.git(w.remote, "update-ref", fmt.Sprintf("refs/heads/b%d", i), a)
-	}
+	w.setBranches(a)
 	w.git(root, append([]string{"clone", "-q"}, append(format, "file://"+w.remote, w.clone)...)...)
 	w.move()
-	return w
 }
 
 // commit makes a commit in the remote with an empty tree.
@@ -88,11 +106,23 @@ func (w *world) commit(msg, parent string) string {
 func (w *world) move() string {
 	w.t.Helper()
 	b := w.commit("moved", w.git(w.remote, "rev-parse", "main"))
-	w.git(w.remote, "update-ref", "refs/heads/main", b)
-	for i := 1; i <= branches; i++ {
-		w.git(w.remote, "update-ref", fmt.Sprintf("refs/heads/b%d", i), b)
-	}
+	w.setBranches(b)
 	return b
+}
+
+// setBranches points the remote's main and b1..b20 at oid, in one update-ref.
+func (w *world) setBranches(oid string) {
+	w.t.Helper()
+	var in strings.Builder
+	fmt.Fprintf(&in, "update refs/heads/main %s\n", oid)
+	for i := 1; i <= branches; i++ {
+		fmt.Fprintf(&in, "update refs/heads/b%d %s\n", i, oid)
+	}
+	cmd := exec.Command(w.c.git.Path, "update-ref", "--stdin")
+	cmd.Dir, cmd.Env, cmd.Stdin = w.remote, w.env, strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		w.t.Fatalf("git update-ref --stdin: %v\n%s", err, out)
+	}
 }
 
 func (w *world) git(dir string, args ...string) string {
@@ -108,20 +138,40 @@ func (w *world) git(dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// behind counts the clone's remote-tracking refs that differ from the remote's branches.
+// behind counts the clone's remote-tracking refs that differ from the remote's
+// branches; either side missing one of them fails the test.
 func (w *world) behind() int {
 	w.t.Helper()
+	tracking, heads := w.refs(w.clone, "refs/remotes/origin/"), w.refs(w.remote, "refs/heads/")
 	n := 0
 	for i := 0; i <= branches; i++ {
 		name := "main"
 		if i > 0 {
 			name = fmt.Sprintf("b%d", i)
 		}
-		if w.git(w.clone, "rev-parse", "refs/remotes/origin/"+name) != w.git(w.remote, "rev-parse", "refs/heads/"+name) {
+		have, ok1 := tracking[name]
+		want, ok2 := heads[name]
+		if !ok1 || !ok2 {
+			w.t.Fatalf("refs/remotes/origin/%s in the clone: %v; refs/heads/%s in the remote: %v", name, ok1, name, ok2)
+		}
+		if have != want {
 			n++
 		}
 	}
 	return n
+}
+
+// refs is every ref under prefix in the repository at dir, by its name after prefix,
+// with its value.
+func (w *world) refs(dir, prefix string) map[string]string {
+	w.t.Helper()
+	refs := map[string]string{}
+	for _, line := range strings.Split(w.git(dir, "for-each-ref", "--format=%(refname) %(objectname)", prefix), "\n") {
+		if name, oid, ok := strings.Cut(line, " "); ok {
+			refs[strings.TrimPrefix(name, prefix)] = oid
+		}
+	}
+	return refs
 }
 
 // lockPath is the lock a fetch of ref must take in the clone.
@@ -139,6 +189,13 @@ func hold(t testing.TB, path string) func() {
 	}
 	var once sync.Once
 	return func() { once.Do(func() { os.Remove(path) }) }
+}
+
+// noLockWait turns git's own wait for a held lock off (refretry gives git 1 s an
+// attempt; a command line's -c wins), so that a lock held on purpose fails the
+// attempt at once: what the tests check is what refretry does next, not git's wait.
+func noLockWait(r *fetch.Runner) {
+	r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0' 'reftable.locktimeout'='0'")
 }
 
 // result is one Run.
@@ -201,42 +258,65 @@ func (w *world) plain(dir string, args ...string) result {
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }
 
-// TestConcurrentFetches: 16 fetches at once into one clone, whose 20 remote-tracking
-// refs all need moving, all succeed and leave every ref at the remote's value. Plain
-// git fails most of them (lost races and held locks); the test checks refretry only.
+// TestConcurrentFetches: 16 fetches at once into one clone (8 by default), whose 20
+// remote-tracking refs all need moving, all succeed and leave every ref at the
+// remote's value, and some of them retried. Plain git fails most of them (lost races
+// and held locks); the test checks refretry only. By default it runs on two of the
+// three combos (coveringCombos).
 func TestConcurrentFetches(t *testing.T) {
 	t.Parallel()
-	for _, c := range combos(t) {
+	for _, c := range coveringCombos(t) {
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, c)
-			const n = 16
-			results := make([]result, n)
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Add(1)
-				go func() { defer wg.Done(); results[i] = w.run(nil, "origin") }()
-			}
-			wg.Wait()
-			for i, r := range results {
-				if r.code != 0 {
-					t.Errorf("fetch %d: exit %d, attempts %v\n%s", i, r.code, r.classes(), r.stderr)
+			n := testutil.Scale(t, 8, 16)
+			// A round whose fetches all went through at the first attempt checked
+			// nothing of refretry's: run another, a few at most, until one met another's lock.
+			const rounds = 5
+			for round := 1; ; round++ {
+				if retried := concurrentFetches(t, newWorld(t, c), n); retried > 0 {
+					t.Logf("round %d: %d of %d fetches retried", round, retried, n)
+					break
 				}
-				for _, cl := range r.classes()[:len(r.attempts)-1] {
-					if !cl.Retryable() {
-						t.Errorf("fetch %d retried a %s failure", i, cl)
-					}
+				if round == rounds {
+					t.Fatalf("in %d rounds of %d fetches at once, none retried", rounds, n)
 				}
-			}
-			if b := w.behind(); b != 0 {
-				t.Errorf("%d remote-tracking refs differ from the remote", b)
 			}
 		})
 	}
 }
 
-// TestRefDeletedDuringFetch: four other processes delete 100 loose refs of the clone,
-// one at a time each, while refretry fetches new objects into it. On the files backend git 2.55's
+// concurrentFetches runs n fetches at once in w, checks that each succeeded and left
+// every ref at the remote's value, and returns how many of them retried.
+func concurrentFetches(t *testing.T, w *world, n int) (retried int) {
+	t.Helper()
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i] = w.run(nil, "origin") }()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 {
+			t.Errorf("fetch %d: exit %d, attempts %v\n%s", i, r.code, r.classes(), r.stderr)
+		}
+		for _, cl := range r.classes()[:len(r.attempts)-1] {
+			if !cl.Retryable() {
+				t.Errorf("fetch %d retried a %s failure", i, cl)
+			}
+		}
+		if len(r.attempts) > 1 {
+			retried++
+		}
+	}
+	if b := w.behind(); b != 0 {
+		t.Errorf("%d remote-tracking refs differ from the remote", b)
+	}
+	return retried
+}
+
+// TestRefDeletedDuringFetch: four other processes delete 100 loose refs of the clone
+// (40 by default), one at a time each, while refretry fetches new objects into it. On the files backend git 2.55's
 // connectivity check dies on a ref deleted while it lists the refs ("fatal: bad
 // object <ref>"; plain git fails about one such fetch in five): refretry fetches
 // again, and every round ends with the fetch done. Whether a round meets the race is
@@ -255,7 +335,7 @@ func TestRefDeletedDuringFetch(t *testing.T) {
 			// next round's set-up.
 			w.git(w.clone, "config", "maintenance.auto", "false")
 			head := w.git(w.clone, "rev-parse", "HEAD")
-			const doomed = 100
+			doomed := testutil.Scale(t, 40, 100)
 			possible := c.git.AtLeast(2, 55) && c.backend == "files"
 			testutil.Hunt(t, 2, 10, 100, possible, func(round int) (met bool) {
 				if round > 0 {
@@ -309,8 +389,7 @@ func TestHeldLockReleased(t *testing.T) {
 			release := hold(t, lock)
 			defer release()
 			r := w.run(func(r *fetch.Runner) {
-				// git's own wait off, so that the held lock fails the attempt at once.
-				r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0' 'reftable.locktimeout'='0'")
+				noLockWait(r)
 				record := r.OnAttempt
 				r.OnAttempt = func(a retry.Attempt) { record(a); release() }
 			}, "origin")
@@ -329,7 +408,8 @@ func TestHeldLockReleased(t *testing.T) {
 
 // TestFinalFailuresAsGit: failures another attempt cannot fix end after one attempt,
 // with git's own stdout, stderr and exit code, as plain git fetch leaves them in an
-// identical clone.
+// identical clone. By default each case runs once, case i on combo i mod 3, so each
+// combo meets some of them.
 func TestFinalFailuresAsGit(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -364,28 +444,42 @@ func TestFinalFailuresAsGit(t *testing.T) {
 			return []string{"origin"}
 		}},
 	}
-	for _, c := range combos(t) {
-		for _, tc := range cases {
-			t.Run(c.name()+"/"+tc.name, func(t *testing.T) {
-				t.Parallel()
-				w := newWorld(t, c)
-				args := tc.setup(w)
-				// The same start for plain git: a copy of the whole world.
-				twin := filepath.Join(t.TempDir(), "world")
-				if out, err := exec.Command("cp", "-a", w.root, twin).CombinedOutput(); err != nil {
-					t.Fatalf("cp: %v\n%s", err, out)
-				}
-				r := w.run(nil, args...)
-				want := w.plain(filepath.Join(twin, "clone"), replaceRoot(args, w.root, twin)...)
-				want.stderr = strings.ReplaceAll(want.stderr, twin, w.root)
-				if r.code != want.code || r.stdout != want.stdout || r.stderr != want.stderr {
-					t.Errorf("refretry fetch: exit %d\n%s\nplain git fetch: exit %d\n%s", r.code, r.stderr, want.code, want.stderr)
-				}
-				if got := r.classes(); !slices.Equal(got, []failure.Class{tc.class}) {
-					t.Errorf("attempts %v, want one %s", got, tc.class)
-				}
-			})
+	type cell struct {
+		c  combo
+		tc int
+	}
+	cbs := combos(t)
+	var all []cell
+	for _, c := range cbs {
+		for i := range cases {
+			all = append(all, cell{c, i})
 		}
+	}
+	var small []int
+	for i := range cases {
+		small = append(small, i%len(cbs)*len(cases)+i)
+	}
+	for _, cl := range testutil.Cells(t, all, small...) {
+		c, tc := cl.c, cases[cl.tc]
+		t.Run(c.name()+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, c)
+			args := tc.setup(w)
+			// The same start for plain git: a copy of the whole world.
+			twin := filepath.Join(t.TempDir(), "world")
+			if out, err := exec.Command("cp", "-a", w.root, twin).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v\n%s", err, out)
+			}
+			r := w.run(nil, args...)
+			want := w.plain(filepath.Join(twin, "clone"), replaceRoot(args, w.root, twin)...)
+			want.stderr = strings.ReplaceAll(want.stderr, twin, w.root)
+			if r.code != want.code || r.stdout != want.stdout || r.stderr != want.stderr {
+				t.Errorf("refretry fetch: exit %d\n%s\nplain git fetch: exit %d\n%s", r.code, r.stderr, want.code, want.stderr)
+			}
+			if got := r.classes(); !slices.Equal(got, []failure.Class{tc.class}) {
+				t.Errorf("attempts %v, want one %s", got, tc.class)
+			}
+		})
 	}
 }
 
@@ -417,7 +511,7 @@ func TestStaleLock(t *testing.T) {
 			for _, p := range []string{lock, pidFile} {
 				os.Chtimes(p, old, old)
 			}
-			r := w.run(func(r *fetch.Runner) { r.Settings = policyBreaking(20, breakIt) }, "origin")
+			r := w.run(func(r *fetch.Runner) { noLockWait(r); r.Settings = policyBreaking(20, breakIt) }, "origin")
 			if !breakIt {
 				var e *failure.Error
 				if r.code != 1 || !errors.As(r.err, &e) || e.Class != failure.StaleLock || len(r.attempts) != 1 {
@@ -469,7 +563,7 @@ func TestStaleLockOutsideStore(t *testing.T) {
 	if err := os.Chtimes(lock, old, old); err != nil {
 		t.Fatal(err)
 	}
-	r := w.run(func(r *fetch.Runner) { r.Settings = policy(20) }, "origin")
+	r := w.run(func(r *fetch.Runner) { noLockWait(r); r.Settings = policy(20) }, "origin")
 	var e *failure.Error
 	if r.code == 0 || !errors.As(r.err, &e) || e.Class != failure.StaleLock || len(r.attempts) != 1 {
 		t.Fatalf("exit %d, err %v, attempts %v", r.code, r.err, r.classes())
@@ -501,6 +595,7 @@ func TestUnseenHolder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := w.run(func(r *fetch.Runner) {
+				noLockWait(r)
 				r.Settings = policyBreaking(2, true)
 				if lands {
 					record := r.OnAttempt
@@ -543,7 +638,7 @@ func TestStdinRefspecs(t *testing.T) {
 	defer release()
 	w.stdin = strings.NewReader("refs/heads/b3:refs/remotes/origin/b3\nrefs/heads/b4:refs/remotes/origin/b4\n")
 	r := w.run(func(r *fetch.Runner) {
-		r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0'")
+		noLockWait(r)
 		record := r.OnAttempt
 		r.OnAttempt = func(a retry.Attempt) { record(a); release() }
 	}, "--stdin", "origin")

@@ -28,24 +28,50 @@ type remote struct {
 	g   testutil.Git
 	dir string
 	env []string
+	job string // a job's work tree before its commit, which newJob copies
 }
 
+// newRemote is a copy of the remote seeded with files, and of a job's clone of it,
+// built once per test binary for each git and seed (buildRemote).
 func newRemote(t *testing.T, g testutil.Git, files map[string]string) *remote {
 	t.Helper()
-	root := t.TempDir()
-	r := &remote{t: t, g: g, dir: filepath.Join(root, "r.git"), env: hermetic.Env(os.Environ(), root)}
-	run(t, g, root, r.env, "init", "-q", "--bare", "-b", "main", r.dir)
+	// fmt prints a map sorted by key: one key for one seed.
+	root, builtIn, _ := remotes.Copy(t, g.Path+"\x00"+fmt.Sprint(files), func(t testing.TB, dir string) struct{} {
+		buildRemote(t, g, files, dir)
+		return struct{}{}
+	})
+	r := &remote{t: t, g: g, dir: filepath.Join(root, "r.git"), env: hermetic.Env(os.Environ(), root), job: filepath.Join(root, "job", "w")}
+	testutil.Relocate(t, filepath.Join(r.job, ".git", "config"), builtIn, root)
+	return r
+}
+
+// remotes holds the seeded remotes and their job clones as newRemote hands them out.
+var remotes testutil.Starts[struct{}]
+
+// buildRemote makes, under root, the bare remote r.git with main seeded with files
+// (its seed repository beside it) and, under job, a job's work tree: a depth-1 clone
+// of main, detached.
+func buildRemote(t testing.TB, g testutil.Git, files map[string]string, root string) {
+	t.Helper()
+	dir, env := filepath.Join(root, "r.git"), hermetic.Env(os.Environ(), root)
+	run(t, g, root, env, "init", "-q", "--bare", "-b", "main", dir)
 	seed := filepath.Join(root, "seed")
-	run(t, g, root, r.env, "init", "-q", "-b", "main", seed)
+	run(t, g, root, env, "init", "-q", "-b", "main", seed)
 	for name, content := range files {
 		write(t, filepath.Join(seed, name), content)
 	}
 	write(t, filepath.Join(seed, "README"), "seed\n")
-	run(t, g, seed, r.env, "add", ".")
-	run(t, g, seed, r.env, "commit", "-q", "-m", "seed")
-	run(t, g, seed, r.env, "commit", "-q", "--allow-empty", "-m", "second") // so that depth 1 cuts
-	run(t, g, seed, r.env, "push", "-q", "file://"+r.dir, "main")
-	return r
+	run(t, g, seed, env, "add", ".")
+	run(t, g, seed, env, "commit", "-q", "-m", "seed")
+	run(t, g, seed, env, "commit", "-q", "--allow-empty", "-m", "second") // so that depth 1 cuts
+	run(t, g, seed, env, "push", "-q", "file://"+dir, "main")
+	jobRoot := filepath.Join(root, "job")
+	if err := os.Mkdir(jobRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, jobEnv := filepath.Join(jobRoot, "w"), hermetic.Env(os.Environ(), jobRoot)
+	run(t, g, jobRoot, jobEnv, "clone", "-q", "--depth=1", "--branch=main", "file://"+dir, w)
+	run(t, g, w, jobEnv, "checkout", "-q", "--detach")
 }
 
 func (r *remote) url() string { return "file://" + r.dir }
@@ -68,12 +94,14 @@ type job struct {
 	env []string
 }
 
+// newJob is a copy of the remote's job clone with a commit of files on it.
 func newJob(t *testing.T, r *remote, name string, files map[string]string) job {
 	t.Helper()
 	root := t.TempDir()
 	j := job{dir: filepath.Join(root, "w"), env: hermetic.Env(os.Environ(), root)}
-	run(t, r.g, root, j.env, "clone", "-q", "--depth=1", "--branch=main", r.url(), j.dir)
-	run(t, r.g, j.dir, j.env, "checkout", "-q", "--detach")
+	if err := os.CopyFS(j.dir, os.DirFS(r.job)); err != nil {
+		t.Fatal(err)
+	}
 	for path, content := range files {
 		write(t, filepath.Join(j.dir, path), content)
 	}
@@ -171,12 +199,12 @@ func checkClean(t *testing.T, r *remote) {
 }
 
 // TestGatherLands: jobs with a file each, and jobs appending to one line file under
-// merge=union, all land, each commit once on main with its author, message and the
-// gather trailer, and the remote keeps nothing of the gather's.
+// merge=union (8 of each; 4 by default), all land, each commit once on main with its
+// author, message and the gather trailer, and the remote keeps nothing of the gather's.
 func TestGatherLands(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
-	const n = 8
+	n := testutil.Scale(t, 4, 8)
 	for _, mode := range []string{"files", "union"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
@@ -300,15 +328,16 @@ func TestGatherAbandoned(t *testing.T) {
 
 // TestGatherRacingGatherers: with a lease that times out at once, waiters take it
 // over from each other all the time, so gathers race (and may starve each other: a
-// lease must outlast a gather). Whatever happened in the 3 s they get (on clocks of
-// their own that do not sleep, so about ten looks each: only waits count, not the
-// real time git takes), no commit is on main twice, a job that says it landed is on
-// main, and one that did not is still staged (or landed since, by a gather under
-// way); a gather with the default lease then lands the rest, each once.
+// lease must outlast a gather). Whatever happened in the 3 s that 6 jobs get (by
+// default 1 s and 3 jobs; on clocks of their own that do not sleep, so about ten
+// looks a second each: only waits count, not the real time git takes), no commit is
+// on main twice, a job that says it landed is on main, and one that did not is still
+// staged (or landed since, by a gather under way); a gather with the default lease
+// then lands the rest, each once.
 func TestGatherRacingGatherers(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
-	const n = 6
+	n, budget := testutil.Scale(t, 3, 6), time.Duration(testutil.Scale(t, 1, 3))*time.Second
 	r := newRemote(t, g, nil)
 	jobs := make([]job, n)
 	for i := range jobs {
@@ -318,7 +347,7 @@ func TestGatherRacingGatherers(t *testing.T) {
 		fakeTime(gr)
 		gr.LeaseTimeout = time.Nanosecond
 		gr.Settings = func() (settings.Settings, error) {
-			return settings.Settings{Policy: retry.Policy{Timeout: 3 * time.Second, MaxAttempts: 10, InitialDelay: time.Millisecond,
+			return settings.Settings{Policy: retry.Policy{Timeout: budget, MaxAttempts: 10, InitialDelay: time.Millisecond,
 				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
 		}
 	})
@@ -383,7 +412,7 @@ func TestGatherSeveralCommits(t *testing.T) {
 	checkClean(t, r)
 }
 
-func run(t *testing.T, g testutil.Git, dir string, env []string, args ...string) string {
+func run(t testing.TB, g testutil.Git, dir string, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(g.Path, args...)
 	cmd.Dir, cmd.Env = dir, env
@@ -394,7 +423,7 @@ func run(t *testing.T, g testutil.Git, dir string, env []string, args ...string)
 	return strings.TrimSpace(string(out))
 }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -407,13 +436,14 @@ func write(t *testing.T, path, content string) {
 // TestGatherMixedKeys: jobs of two pipelines, with keys A and B, gather onto one
 // branch at once. A gatherer lands only its own pipeline's commits, so a job whose
 // commit another pipeline's gatherer leaves staged takes the lease when that
-// gatherer lets it go and lands its commit itself: every job lands, each commit once.
-// A job with a key too short for use stages nothing.
+// gatherer lets it go and lands its commit itself: every job lands, each commit once
+// (6 jobs, 3 of each pipeline; by default 4, 2 of each). A job with a key too short
+// for use stages nothing.
 func TestGatherMixedKeys(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
 	r := newRemote(t, g, nil)
-	const n = 6
+	n := testutil.Scale(t, 4, 6)
 	keys := [][]byte{[]byte("pipeline-A-0123456789"), []byte("pipeline-B-0123456789")}
 	jobs := make([]job, n)
 	for i := range jobs {

@@ -49,30 +49,36 @@ func TestRefusalsTranscribed(t *testing.T) {
 			func(string) []string { return nil }},
 	}
 	old, cur := testutil.SystemGit(t), testutil.NewGit(t)
-	for _, cb := range []combo{{cur, cur, "files"}, {old, cur, "files"}} {
-		for _, tc := range cases {
-			t.Run(cb.name()+"/"+tc.name, func(t *testing.T) {
-				t.Parallel()
-				r := newRaced(t, cb, gitserver.Options{Refuse: []gitserver.Refusal{tc.refusal}}, nil)
-				url := r.srv.URL("r.git")
-				p := r.w.push("--porcelain", "origin", "main", "main:refs/heads/side")
-				wantOut := "To " + url + "\n" +
-					"!\trefs/heads/main:refs/heads/main\t[remote rejected] (" + tc.reason + ")\n" +
-					"!\trefs/heads/main:refs/heads/side\t[remote rejected] (" + tc.reason + ")\n" +
-					"Done\n"
-				wantErr := remoteLines(tc.lines(r.srv.BaseURL()+"/r")...) + failedTo(url)
-				if p.code != 1 || p.stdout != wantOut || p.stderr != wantErr {
-					t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", p.code, p.stdout, wantOut, p.stderr, wantErr)
-				}
-				if r.rem.ref("refs/heads/main") != r.a || r.rem.ref("refs/heads/side") != "" {
-					t.Errorf("a refused push was applied")
-				}
-				if p := r.w.push("--porcelain", "origin", "main:refs/heads/side"); p.code != 0 || r.rem.ref("refs/heads/side") != r.c {
-					t.Errorf("a push of an unrefused ref: exit %d, server's side %q\n%s%s", p.code, r.rem.ref("refs/heads/side"), p.stdout, p.stderr)
-				}
-			})
-		}
+	// At the default size each refusal once, against each client in turn.
+	for _, c := range cells(t, []combo{{cur, cur, "files"}, {old, cur, "files"}}, len(cases), 0) {
+		cb, tc := c.cb, cases[c.i]
+		t.Run(cb.name()+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRaced(t, cb, gitserver.Options{Refuse: []gitserver.Refusal{tc.refusal}}, nil)
+			url := r.srv.URL("r.git")
+			p := r.w.push("--porcelain", "origin", "main", "main:refs/heads/side")
+			wantOut := rejectedMainAndSide(url, tc.reason)
+			wantErr := remoteLines(tc.lines(r.srv.BaseURL()+"/r")...) + failedTo(url)
+			if p.code != 1 || p.stdout != wantOut || p.stderr != wantErr {
+				t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", p.code, p.stdout, wantOut, p.stderr, wantErr)
+			}
+			if r.rem.ref("refs/heads/main") != r.a || r.rem.ref("refs/heads/side") != "" {
+				t.Errorf("a refused push was applied")
+			}
+			if p := r.w.push("--porcelain", "origin", "main:refs/heads/side"); p.code != 0 || r.rem.ref("refs/heads/side") != r.c {
+				t.Errorf("a push of an unrefused ref: exit %d, server's side %q\n%s%s", p.code, r.rem.ref("refs/heads/side"), p.stdout, p.stderr)
+			}
+		})
 	}
+}
+
+// rejectedMainAndSide is the porcelain of a push of main to main and side that the
+// server refused for reason.
+func rejectedMainAndSide(url, reason string) string {
+	return "To " + url + "\n" +
+		"!\trefs/heads/main:refs/heads/main\t[remote rejected] (" + reason + ")\n" +
+		"!\trefs/heads/main:refs/heads/side\t[remote rejected] (" + reason + ")\n" +
+		"Done\n"
 }
 
 // TestGitHubTranscribedRefPhaseFailures: GitHub's commit_refs failure and its 5xx in
@@ -91,39 +97,35 @@ func TestGitHubTranscribedRefPhaseFailures(t *testing.T) {
 		{"workflow check timeout", gitserver.FaultWorkflowTimeout, nil,
 			"Unable to determine if workflow can be created or updated due to timeout; `workflows` scope may be required."},
 	}
-	for _, cb := range combos(t) {
-		for _, tc := range cases {
-			for _, apply := range []bool{true, false} {
-				name := cb.name() + "/" + tc.name + "/not applied"
-				if apply {
-					name = cb.name() + "/" + tc.name + "/applied"
-				}
-				t.Run(name, func(t *testing.T) {
-					t.Parallel()
-					r := newRaced(t, cb, gitserver.Options{PushFaults: map[int]gitserver.PushFault{1: {Kind: tc.kind, Apply: apply}}}, nil)
-					url := r.srv.URL("r.git")
-					p := r.w.push("--porcelain", "origin", "main", "main:refs/heads/side")
-					wantOut := "To " + url + "\n" +
-						"!\trefs/heads/main:refs/heads/main\t[remote rejected] (" + tc.reason + ")\n" +
-						"!\trefs/heads/main:refs/heads/side\t[remote rejected] (" + tc.reason + ")\n" +
-						"Done\n"
-					wantErr := remoteLines(tc.lines...) + failedTo(url)
-					if p.code != 1 || p.stdout != wantOut || p.stderr != wantErr {
-						t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", p.code, p.stdout, wantOut, p.stderr, wantErr)
-					}
-					wantMain, wantSide := r.a, ""
-					if apply {
-						wantMain, wantSide = r.c, r.c
-					}
-					if got := r.rem.ref("refs/heads/main"); got != wantMain {
-						t.Errorf("server's main %s, want %s", got, wantMain)
-					}
-					if got := r.rem.ref("refs/heads/side"); got != wantSide {
-						t.Errorf("server's side %q, want %q", got, wantSide)
-					}
-				})
-			}
+	// At the default size each of the six (fault, applied or not) once, against the
+	// combos in turn, so each combo meets at least one.
+	for _, c := range cells(t, combos(t), 2*len(cases), 0) {
+		cb, tc, apply := c.cb, cases[c.i/2], c.i%2 == 0
+		name := cb.name() + "/" + tc.name + "/not applied"
+		if apply {
+			name = cb.name() + "/" + tc.name + "/applied"
 		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newRaced(t, cb, gitserver.Options{PushFaults: map[int]gitserver.PushFault{1: {Kind: tc.kind, Apply: apply}}}, nil)
+			url := r.srv.URL("r.git")
+			p := r.w.push("--porcelain", "origin", "main", "main:refs/heads/side")
+			wantOut := rejectedMainAndSide(url, tc.reason)
+			wantErr := remoteLines(tc.lines...) + failedTo(url)
+			if p.code != 1 || p.stdout != wantOut || p.stderr != wantErr {
+				t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", p.code, p.stdout, wantOut, p.stderr, wantErr)
+			}
+			wantMain, wantSide := r.a, ""
+			if apply {
+				wantMain, wantSide = r.c, r.c
+			}
+			if got := r.rem.ref("refs/heads/main"); got != wantMain {
+				t.Errorf("server's main %s, want %s", got, wantMain)
+			}
+			if got := r.rem.ref("refs/heads/side"); got != wantSide {
+				t.Errorf("server's side %q, want %q", got, wantSide)
+			}
+		})
 	}
 }
 
@@ -135,7 +137,7 @@ func TestGitHubTranscribedBypass(t *testing.T) {
 	t.Parallel()
 	notice := remoteLines("Bypassed rule violations for refs/heads/main:", "", "- Changes must be made through a pull request.", "")
 	race := lockRaces[0]
-	for _, cb := range combos(t) {
+	for _, cb := range coveringCombos(t) {
 		t.Run(cb.name()+"/lost race", func(t *testing.T) {
 			t.Parallel()
 			r := newRaced(t, cb, gitserver.Options{Forge: gitserver.ForgeGitHub,
@@ -179,36 +181,36 @@ func TestGitHubTranscribedBypass(t *testing.T) {
 // was applied or without it. Without keep-alive, libcurl does not send it again.
 func TestDrop(t *testing.T) {
 	t.Parallel()
-	for _, cb := range combos(t) {
-		for _, apply := range []bool{true, false} {
-			t.Run(cb.name()+"/apply="+map[bool]string{true: "yes", false: "no"}[apply], func(t *testing.T) {
-				t.Parallel()
-				r := newRaced(t, cb, gitserver.Options{NoKeepAlive: true,
-					PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultDrop, Apply: apply}}}, nil)
-				p := r.w.push("--porcelain", "origin", "main")
-				// libcurl's "Empty reply", then send-pack's view of the lost answer.
-				wantErr := "error: RPC failed; curl 52 Empty reply from server\n" +
-					"send-pack: unexpected disconnect while reading sideband packet\n" +
-					"fatal: the remote end hung up unexpectedly\n"
-				if p.code != 1 || p.stdout != "Done\n" || p.stderr != wantErr {
-					t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 1, Done and\n%s", p.code, p.stdout, p.stderr, wantErr)
-				}
-				want := r.a
-				if apply {
-					want = r.c
-				}
-				if got := r.rem.ref("refs/heads/main"); got != want {
-					t.Errorf("server's main %s, want %s", got, want)
-				}
-				if n := r.srv.ReceivePacks(); n != 1 {
-					t.Errorf("%d receive-pack POSTs, want 1", n)
-				}
-				// Nothing else is broken: the next push goes through.
-				if p := r.w.push("--porcelain", "origin", "main"); p.code != 0 || r.rem.ref("refs/heads/main") != r.c {
-					t.Errorf("push after the drop: exit %d\n%s%s", p.code, p.stdout, p.stderr)
-				}
-			})
-		}
+	// At the default size each combo once, applied and not in turn.
+	for _, c := range cells(t, combos(t), 2, 0) {
+		cb, apply := c.cb, c.i == 0
+		t.Run(cb.name()+"/apply="+map[bool]string{true: "yes", false: "no"}[apply], func(t *testing.T) {
+			t.Parallel()
+			r := newRaced(t, cb, gitserver.Options{NoKeepAlive: true,
+				PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultDrop, Apply: apply}}}, nil)
+			p := r.w.push("--porcelain", "origin", "main")
+			// libcurl's "Empty reply", then send-pack's view of the lost answer.
+			wantErr := "error: RPC failed; curl 52 Empty reply from server\n" +
+				"send-pack: unexpected disconnect while reading sideband packet\n" +
+				"fatal: the remote end hung up unexpectedly\n"
+			if p.code != 1 || p.stdout != "Done\n" || p.stderr != wantErr {
+				t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 1, Done and\n%s", p.code, p.stdout, p.stderr, wantErr)
+			}
+			want := r.a
+			if apply {
+				want = r.c
+			}
+			if got := r.rem.ref("refs/heads/main"); got != want {
+				t.Errorf("server's main %s, want %s", got, want)
+			}
+			if n := r.srv.ReceivePacks(); n != 1 {
+				t.Errorf("%d receive-pack POSTs, want 1", n)
+			}
+			// Nothing else is broken: the next push goes through.
+			if p := r.w.push("--porcelain", "origin", "main"); p.code != 0 || r.rem.ref("refs/heads/main") != r.c {
+				t.Errorf("push after the drop: exit %d\n%s%s", p.code, p.stdout, p.stderr)
+			}
+		})
 	}
 }
 
@@ -343,74 +345,74 @@ func TestOwnBytes(t *testing.T) {
 		{"github, applied", gitserver.ForgeGitHub, false, 0},
 		{"gitlab, applied", gitserver.ForgeGitLab, false, 0},
 	}
-	for _, cb := range combos(t) {
-		for _, tc := range cases {
-			t.Run(cb.name()+"/"+tc.name, func(t *testing.T) {
-				t.Parallel()
-				snapshot := t.TempDir()
-				r := newRaced(t, cb, gitserver.Options{Forge: tc.forge}, func(r *raced) {
-					if tc.race {
-						r.rem.run("update-ref", "refs/heads/main", r.b)
-					}
-					// The repository as receive-pack will find it.
-					if out, err := exec.Command("cp", "-a", r.rem.dir, snapshot).CombinedOutput(); err != nil {
-						t.Errorf("cp: %v\n%s", err, out)
-					}
-				})
-				var (
-					mu                sync.Mutex
-					reqBody, respBody []byte
-					reqHeader         http.Header
-				)
-				proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
-					body, _ := io.ReadAll(q.Body)
-					out, err := http.NewRequest(q.Method, r.srv.BaseURL()+q.URL.RequestURI(), bytes.NewReader(body))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					out.Header = q.Header.Clone()
-					resp, err := http.DefaultTransport.RoundTrip(out)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					got, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if q.Method == http.MethodPost {
-						mu.Lock()
-						reqBody, respBody, reqHeader = body, got, q.Header.Clone()
-						mu.Unlock()
-					}
-					for k, v := range resp.Header {
-						w.Header()[k] = v
-					}
-					w.WriteHeader(resp.StatusCode)
-					w.Write(got)
-				}))
-				defer proxy.Close()
-				r.w.run("remote", "set-url", "origin", proxy.URL+"/r.git")
-				if p := r.w.push("--porcelain", "origin", "main"); p.code != tc.code {
-					t.Fatalf("exit %d, want %d\n%s%s", p.code, tc.code, p.stdout, p.stderr)
+	// At the default size each case once, each against another combo.
+	for _, c := range cells(t, combos(t), len(cases), 0) {
+		cb, tc := c.cb, cases[c.i]
+		t.Run(cb.name()+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			snapshot := t.TempDir()
+			r := newRaced(t, cb, gitserver.Options{Forge: tc.forge}, func(r *raced) {
+				if tc.race {
+					r.rem.run("update-ref", "refs/heads/main", r.b)
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				h := &cgi.Handler{
-					Path: cb.server.Path, Args: []string{"http-backend"}, Dir: snapshot,
-					Env: append([]string{"GIT_PROJECT_ROOT=" + snapshot, "GIT_HTTP_EXPORT_ALL=1",
-						"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true"}, r.rem.env...),
-				}
-				q := httptest.NewRequest(http.MethodPost, "/"+filepath.Base(r.rem.dir)+"/git-receive-pack", bytes.NewReader(reqBody))
-				q.Header = reqHeader
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, q)
-				if !bytes.Equal(respBody, rec.Body.Bytes()) {
-					t.Errorf("the client got\n%q\nhttp-backend answers\n%q", respBody, rec.Body.Bytes())
-				}
-				if tc.race && !bytes.Contains(respBody, []byte("but expected")) {
-					t.Errorf("no lost race in %q", respBody)
+				// The repository as receive-pack will find it.
+				if out, err := exec.Command("cp", "-a", r.rem.dir, snapshot).CombinedOutput(); err != nil {
+					t.Errorf("cp: %v\n%s", err, out)
 				}
 			})
-		}
+			var (
+				mu                sync.Mutex
+				reqBody, respBody []byte
+				reqHeader         http.Header
+			)
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+				body, _ := io.ReadAll(q.Body)
+				out, err := http.NewRequest(q.Method, r.srv.BaseURL()+q.URL.RequestURI(), bytes.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				out.Header = q.Header.Clone()
+				resp, err := http.DefaultTransport.RoundTrip(out)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if q.Method == http.MethodPost {
+					mu.Lock()
+					reqBody, respBody, reqHeader = body, got, q.Header.Clone()
+					mu.Unlock()
+				}
+				for k, v := range resp.Header {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(resp.StatusCode)
+				w.Write(got)
+			}))
+			defer proxy.Close()
+			r.w.run("remote", "set-url", "origin", proxy.URL+"/r.git")
+			if p := r.w.push("--porcelain", "origin", "main"); p.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", p.code, tc.code, p.stdout, p.stderr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			h := &cgi.Handler{
+				Path: cb.server.Path, Args: []string{"http-backend"}, Dir: snapshot,
+				Env: append([]string{"GIT_PROJECT_ROOT=" + snapshot, "GIT_HTTP_EXPORT_ALL=1",
+					"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true"}, r.rem.env...),
+			}
+			q := httptest.NewRequest(http.MethodPost, "/"+filepath.Base(r.rem.dir)+"/git-receive-pack", bytes.NewReader(reqBody))
+			q.Header = reqHeader
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, q)
+			if !bytes.Equal(respBody, rec.Body.Bytes()) {
+				t.Errorf("the client got\n%q\nhttp-backend answers\n%q", respBody, rec.Body.Bytes())
+			}
+			if tc.race && !bytes.Contains(respBody, []byte("but expected")) {
+				t.Errorf("no lost race in %q", respBody)
+			}
+		})
 	}
 }

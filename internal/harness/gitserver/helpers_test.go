@@ -26,8 +26,18 @@ type remote struct {
 
 func newRemote(t testing.TB, g testutil.Git, backend string) *remote {
 	t.Helper()
-	root := t.TempDir()
-	r := &remote{t: t, git: g, backend: backend, root: root, dir: filepath.Join(root, "r.git"), env: hermetic.Env(os.Environ(), root)}
+	return initRemote(t, g, backend, t.TempDir())
+}
+
+// remoteAt is the remote whose root is root (made by initRemote, or a copy of one).
+func remoteAt(t testing.TB, g testutil.Git, backend, root string) *remote {
+	return &remote{t: t, git: g, backend: backend, root: root, dir: filepath.Join(root, "r.git"), env: hermetic.Env(os.Environ(), root)}
+}
+
+// initRemote makes the remote's bare repository under root, an existing directory.
+func initRemote(t testing.TB, g testutil.Git, backend, root string) *remote {
+	t.Helper()
+	r := remoteAt(t, g, backend, root)
 	args := []string{"init", "-q", "--bare", "-b", "main"}
 	if backend == "reftable" {
 		args = append(args, "--ref-format=reftable")
@@ -73,10 +83,16 @@ type work struct {
 	env []string
 }
 
-func newWork(t testing.TB, g testutil.Git, url string) *work {
+// workAt is the client's repository whose root is root (made by initWork, or a copy of one).
+func workAt(t testing.TB, g testutil.Git, root string) *work {
+	return &work{t: t, git: g, dir: filepath.Join(root, "w"), env: hermetic.Env(os.Environ(), root)}
+}
+
+// initWork makes the client's repository under root, an existing directory, with
+// origin at url.
+func initWork(t testing.TB, g testutil.Git, root, url string) *work {
 	t.Helper()
-	root := t.TempDir()
-	w := &work{t: t, git: g, dir: filepath.Join(root, "w"), env: hermetic.Env(os.Environ(), root)}
+	w := workAt(t, g, root)
 	mustRun(t, g.Path, root, w.env, "init", "-q", "-b", "main", w.dir)
 	w.run("remote", "add", "origin", url)
 	return w
