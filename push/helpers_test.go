@@ -112,6 +112,20 @@ func cloneOf(t testing.TB, g testutil.Git, s *server) *client {
 	return c
 }
 
+// copy makes another client as c is now, without starting git: c's work tree and
+// repository copied (os.CopyFS) into a directory of its own, with a home of its own.
+// The jobs of a test that all start from the same clone are made this way: one clone,
+// then copies, not a fetch each.
+func (c *client) copy(t testing.TB) *client {
+	t.Helper()
+	root := t.TempDir()
+	d := &client{t: t, git: c.git, dir: filepath.Join(root, "work"), env: hermetic.Env(os.Environ(), root)}
+	if err := os.CopyFS(d.dir, os.DirFS(c.dir)); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func (c *client) run(args ...string) string {
 	c.t.Helper()
 	return gitRun(c.t, c.git.Path, c.dir, c.env, args...)
@@ -222,8 +236,10 @@ func (c combo) name() string {
 	return "client-" + c.client.Name() + "/server-" + c.server.Name() + "-" + c.backend
 }
 
-// combos are git 2.39 and 2.55 on either side, files on both, reftable on 2.55 servers.
-func combos(t *testing.T) []combo {
+// allCombos are git 2.39 and 2.55 on either side, files on both, reftable on 2.55
+// servers, in this order: 0 2.39 to 2.39 files, 1 2.39 to 2.55 files, 2 2.39 to 2.55
+// reftable, 3 2.55 to 2.39 files, 4 2.55 to 2.55 files, 5 2.55 to 2.55 reftable.
+func allCombos(t *testing.T) []combo {
 	old, cur := testutil.SystemGit(t), testutil.NewGit(t)
 	var cs []combo
 	for _, cl := range []testutil.Git{old, cur} {
@@ -231,6 +247,12 @@ func combos(t *testing.T) []combo {
 	}
 	return cs
 }
+
+// combos are the combos a matrix test runs (testutil.Cells): all six at the stress
+// size; by default 2 (a 2.39 client, a 2.55 reftable server) and 3 (a 2.55 client, a
+// 2.39 files server), which between them have each client git, each server git and
+// each backend, and both cross the versions.
+func combos(t *testing.T) []combo { return testutil.Cells(t, allCombos(t), 2, 3) }
 
 func fileExists(dir, path string) bool {
 	if !filepath.IsAbs(path) {
