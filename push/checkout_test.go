@@ -51,7 +51,7 @@ var checkoutForms = []struct {
 	}, "commit"},
 }
 
-// TestRebaseFromCICheckouts: N depth-1 jobs (6; 3 unless the tests run at stress
+// TestRebaseFromCICheckouts: N depth-1 jobs (6; 2 unless the tests run at stress
 // size, testutil.Scale), each committing a file of its own, push to main at once with
 // --rebase, in every form a CI checkout pushes, from either client git (each form with
 // each git at stress size; by default form i with git i%2, testutil.Cells): every job
@@ -59,7 +59,7 @@ var checkoutForms = []struct {
 // its author and message, and the job's HEAD is where the documentation says.
 func TestRebaseFromCICheckouts(t *testing.T) {
 	t.Parallel()
-	jobs := testutil.Scale(t, 3, 6)
+	jobs := testutil.Scale(t, 2, 6)
 	server := testutil.NewGit(t)
 	type cell struct {
 		g    testutil.Git
@@ -205,7 +205,7 @@ func TestRebaseAfterShallowFetch(t *testing.T) {
 	}
 }
 
-// TestRegenerateSharedFile: every job (6; 3 unless the tests run at stress size,
+// TestRegenerateSharedFile: every job (6; 2 unless the tests run at stress size,
 // testutil.Scale) appends its line to one results file, so the replay conflicts for
 // all but the first to land; --regenerate resets to the remote's tip, runs the
 // generator there, and pushes what it wrote. Every line lands once, each job's commit
@@ -214,7 +214,7 @@ func TestRebaseAfterShallowFetch(t *testing.T) {
 // with rebase=i%2 (testutil.Cells).
 func TestRegenerateSharedFile(t *testing.T) {
 	t.Parallel()
-	jobs := testutil.Scale(t, 3, 6)
+	jobs := testutil.Scale(t, 2, 6)
 	g := testutil.NewGit(t)
 	type cell struct {
 		form   int

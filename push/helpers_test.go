@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
@@ -32,7 +31,7 @@ type server struct {
 func newServer(t testing.TB, g testutil.Git, backend string) *server {
 	t.Helper()
 	root := t.TempDir()
-	s := &server{t: t, git: g, backend: backend, dir: filepath.Join(root, "remote.git"), env: hermetic.Env(os.Environ(), root)}
+	s := &server{t: t, git: g, backend: backend, dir: filepath.Join(root, "remote.git"), env: testutil.NoMaintenanceEnv(t, root)}
 	args := []string{"init", "-q", "--bare", "-b", "main"}
 	if backend == "reftable" {
 		args = append(args, "--ref-format=reftable")
@@ -90,16 +89,25 @@ type client struct {
 	git testutil.Git
 	dir string
 	env []string
+	// serverSide says that origin names the server's own programs
+	// (remote.origin.receivepack and uploadpack): its git is not the client's.
+	serverSide bool
 }
 
+// newClient makes a client of s. Where s runs another git than the client's, origin
+// runs the server's programs (server.serverSide); where both run the same git, the
+// client's git starts that git's own, as it does by default, without a shell and env
+// in front of each.
 func newClient(t testing.TB, g testutil.Git, s *server) *client {
 	t.Helper()
 	root := t.TempDir()
-	c := &client{t: t, git: g, dir: filepath.Join(root, "work"), env: hermetic.Env(os.Environ(), root)}
+	c := &client{t: t, git: g, dir: filepath.Join(root, "work"), env: testutil.NoMaintenanceEnv(t, root), serverSide: g.Path != s.git.Path}
 	gitRun(t, g.Path, root, c.env, "init", "-q", "-b", "main", c.dir)
 	c.run("remote", "add", "origin", "file://"+s.dir)
-	c.run("config", "remote.origin.receivepack", s.serverSide("git-receive-pack"))
-	c.run("config", "remote.origin.uploadpack", s.serverSide("git-upload-pack"))
+	if c.serverSide {
+		c.run("config", "remote.origin.receivepack", s.serverSide("git-receive-pack"))
+		c.run("config", "remote.origin.uploadpack", s.serverSide("git-upload-pack"))
+	}
 	return c
 }
 
@@ -119,7 +127,7 @@ func cloneOf(t testing.TB, g testutil.Git, s *server) *client {
 func (c *client) copy(t testing.TB) *client {
 	t.Helper()
 	root := t.TempDir()
-	d := &client{t: t, git: c.git, dir: filepath.Join(root, "work"), env: hermetic.Env(os.Environ(), root)}
+	d := &client{t: t, git: c.git, dir: filepath.Join(root, "work"), env: testutil.NoMaintenanceEnv(t, root), serverSide: c.serverSide}
 	if err := os.CopyFS(d.dir, os.DirFS(c.dir)); err != nil {
 		t.Fatal(err)
 	}

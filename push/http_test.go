@@ -51,8 +51,11 @@ func httpClient(t *testing.T, cb combo, s *server, opts gitserver.Options) (*cli
 	c.run("push", "-q", "origin", "main")
 	srv := httpServer(t, s, opts)
 	c.run("remote", "set-url", "origin", srv.URL(filepath.Base(s.dir)))
-	c.run("config", "--unset", "remote.origin.receivepack")
-	c.run("config", "--unset", "remote.origin.uploadpack")
+	if c.serverSide {
+		c.run("config", "--unset", "remote.origin.receivepack")
+		c.run("config", "--unset", "remote.origin.uploadpack")
+		c.serverSide = false
+	}
 	return c, srv
 }
 
