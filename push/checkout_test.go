@@ -178,9 +178,11 @@ func TestRebaseAfterShallowFetch(t *testing.T) {
 			seed.commit("seed2", "seed\n")
 			seed.run("push", "-q", "origin", "main")
 			job := shallowClone(t, g, s, false)
-			for i := range landed {
-				seed.commit(fmt.Sprintf("other-%02d", i), "x\n")
+			others := make([]string, landed)
+			for i := range others {
+				others[i] = fmt.Sprintf("other-%02d", i)
 			}
+			seed.commitEach("main", "x\n", others...)
 			seed.run("push", "-q", "origin", "main")
 			mine := job.commit("job", "job\n")
 			job.run("fetch", "-q", "--depth=1", "origin", "main")

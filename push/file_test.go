@@ -162,14 +162,14 @@ func TestConflict(t *testing.T) {
 	}
 }
 
-// TestRebaseConcurrent: 20 pushers (4 unless the tests run at stress size,
+// TestRebaseConcurrent: 20 pushers (3 unless the tests run at stress size,
 // testutil.Scale) each append a commit to one branch at once, with --rebase; every
 // commit ends up on the branch, and all but the first to land rebased. Each combo at
 // stress size; by default two that have each git on each side and each backend
 // (combos).
 func TestRebaseConcurrent(t *testing.T) {
 	t.Parallel()
-	pushers := testutil.Scale(t, 4, 20)
+	pushers := testutil.Scale(t, 3, 20)
 	for _, cb := range combos(t) {
 		t.Run(cb.name(), func(t *testing.T) {
 			s := newServer(t, cb.server, cb.backend)

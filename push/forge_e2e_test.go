@@ -34,6 +34,7 @@ func (s *server) advance(ref, what string) string {
 func TestForgeLostRace(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
 	type front struct {
 		name   string
 		forge  gitserver.Forge
@@ -58,9 +59,9 @@ func TestForgeLostRace(t *testing.T) {
 		forge := front.forge
 		t.Run(front.name+map[bool]string{true: "/rebase", false: "/plain"}[rebase], func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
+			s := seed.server(t)
 			var theirs string
-			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: forge, Bypass: front.bypass,
+			c, srv := seed.client(t, s, gitserver.Options{Forge: forge, Bypass: front.bypass,
 				BeforeReceivePack: func(n int) {
 					if n == 1 {
 						theirs = s.advance("refs/heads/main", "theirs")
@@ -109,6 +110,7 @@ func TestForgeLostRace(t *testing.T) {
 func TestForgeRefPhaseFailures(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
 	type cell struct {
 		kind    gitserver.FaultKind
 		applied bool
@@ -124,8 +126,8 @@ func TestForgeRefPhaseFailures(t *testing.T) {
 		name := map[gitserver.FaultKind]string{gitserver.FaultCommitRefs: "commit_refs", gitserver.FaultServerError: "500"}[kind]
 		t.Run(name+map[bool]string{true: "/applied", false: "/not-applied"}[applied], func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
-			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
+			s := seed.server(t)
+			c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
 				PushFaults: map[int]gitserver.PushFault{1: {Kind: kind, Apply: applied}}})
 			head := c.commit("b", "b")
 			r := c.push(smallPolicy(5), nil, "origin", "main")
@@ -159,12 +161,13 @@ func TestForgeRefPhaseFailures(t *testing.T) {
 func TestForgeRace(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
 	for _, same := range []bool{true, false} {
 		t.Run(map[bool]string{true: "same value", false: "other value"}[same], func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
+			s := seed.server(t)
 			var c *client
-			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
+			c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
 				BeforeReceivePack: func(n int) {
 					if n != 1 {
 						return
@@ -203,6 +206,7 @@ func TestForgeRace(t *testing.T) {
 func TestForgeRules(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
 	for name, refusal := range map[string]gitserver.Refusal{
 		"GH006": gitserver.GH006("refs/heads/main"), "GH013": gitserver.GH013("refs/heads/main"),
 		"GitLab":       gitserver.GitLabProtected("refs/heads/main"),
@@ -210,8 +214,8 @@ func TestForgeRules(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
-			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Refuse: []gitserver.Refusal{refusal}})
+			s := seed.server(t)
+			c, srv := seed.client(t, s, gitserver.Options{Refuse: []gitserver.Refusal{refusal}})
 			c.commit("b", "b")
 			r := c.push(smallPolicy(5), func(p *push.Runner) { p.Rebase = true }, "origin", "main")
 			var e *failure.Error
@@ -247,6 +251,7 @@ func TestForgeRules(t *testing.T) {
 func TestForgeWorkflowTimeout(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
 	timeout := func(posts ...int) map[int]gitserver.PushFault {
 		m := map[int]gitserver.PushFault{}
 		for _, n := range posts {
@@ -256,8 +261,8 @@ func TestForgeWorkflowTimeout(t *testing.T) {
 	}
 	t.Run("retried", func(t *testing.T) {
 		t.Parallel()
-		s := newServer(t, cur, "files")
-		c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1)})
+		s := seed.server(t)
+		c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1)})
 		head := c.commit("b", "b")
 		r := c.push(smallPolicy(5), nil, "origin", "main")
 		if r.code != 0 || !slices.Equal(r.classes(), []failure.Class{failure.Unknown, "ok"}) || srv.ReceivePacks() != 2 {
@@ -269,8 +274,8 @@ func TestForgeWorkflowTimeout(t *testing.T) {
 	})
 	t.Run("applied", func(t *testing.T) {
 		t.Parallel()
-		s := newServer(t, cur, "files")
-		c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
+		s := seed.server(t)
+		c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
 			PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultWorkflowTimeout, Apply: true}}})
 		head := c.commit("b", "b")
 		r := c.push(smallPolicy(5), nil, "origin", "main")
@@ -287,8 +292,8 @@ func TestForgeWorkflowTimeout(t *testing.T) {
 	}{{"persists on a creation", "refs/heads/new", true}, {"persists on an update", "refs/heads/main", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
-			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1, 2, 3)})
+			s := seed.server(t)
+			c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1, 2, 3)})
 			c.commit("b", "b")
 			before := s.ref(tc.dst)
 			r := c.push(smallPolicy(3), nil, "origin", "HEAD:"+tc.dst)

@@ -3,6 +3,7 @@ package push_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
 	"os"
@@ -148,6 +149,37 @@ func (c *client) commit(file, content string) string {
 	c.run("add", file)
 	c.run("commit", "-q", "-m", "add "+file)
 	return c.run("rev-parse", "HEAD")
+}
+
+// commitEach adds a commit per file to branch, as commit(file, content) makes it on
+// that branch (the file added, "add <file>", the environment's identity and date),
+// all in one git (fast-import) instead of three gits a commit; the index and the work
+// tree are left as they were.
+func (c *client) commitEach(branch, content string, files ...string) {
+	c.t.Helper()
+	env := map[string]string{}
+	for _, kv := range c.env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	ident := func(who string) string {
+		return fmt.Sprintf("%s <%s> %s", env["GIT_"+who+"_NAME"], env["GIT_"+who+"_EMAIL"], env["GIT_"+who+"_DATE"])
+	}
+	var in strings.Builder
+	for i, file := range files {
+		msg := "add " + file + "\n"
+		fmt.Fprintf(&in, "commit refs/heads/%s\nauthor %s\ncommitter %s\ndata %d\n%s", branch, ident("AUTHOR"), ident("COMMITTER"), len(msg), msg)
+		if i == 0 {
+			fmt.Fprintf(&in, "from refs/heads/%s^0\n", branch)
+		}
+		fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n%s\n", file, len(content), content)
+	}
+	cmd := exec.Command(c.git.Path, "fast-import", "--quiet")
+	cmd.Dir, cmd.Env, cmd.Stdin = c.dir, c.env, strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		c.t.Fatalf("git fast-import: %v\n%s", err, out)
+	}
 }
 
 func gitRun(t testing.TB, git, dir string, env []string, args ...string) string {

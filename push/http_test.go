@@ -4,6 +4,7 @@ import (
 	"errors"
 	"github.com/refretry/refretry/failure"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,13 +43,41 @@ func allHTTPCombos(t *testing.T) []combo {
 // client git, each server git and each backend.
 func httpCombos(t *testing.T) []combo { return testutil.Cells(t, allHTTPCombos(t), 2, 3) }
 
-// httpClient is a client whose origin is served over HTTP with opts' faults; it
-// starts with the server's main, pushed over file:// before the server starts, so that
-// opts' faults count from the test's own first request.
-func httpClient(t *testing.T, cb combo, s *server, opts gitserver.Options) (*client, *gitserver.Server) {
+// httpSeed is where an HTTP test's clients start: a server whose main a client of it
+// pushed over file://. A test makes it once, and each subtest serves a copy of the
+// server (server) and pushes from a copy of the client (client): git runs for the
+// seed once, not once a subtest.
+type httpSeed struct {
+	s *server
+	c *client
+}
+
+func newHTTPSeed(t *testing.T, cb combo) *httpSeed {
+	t.Helper()
+	s := newServer(t, cb.server, cb.backend)
 	c := newClient(t, cb.client, s)
 	c.commit("a", "a")
 	c.run("push", "-q", "origin", "main")
+	return &httpSeed{s, c}
+}
+
+// server is a copy of the seed's server, in t's own directory.
+func (h *httpSeed) server(t *testing.T) *server {
+	t.Helper()
+	root := t.TempDir()
+	s := &server{t: t, git: h.s.git, backend: h.s.backend, dir: filepath.Join(root, "remote.git"), env: testutil.NoMaintenanceEnv(t, root)}
+	if err := os.CopyFS(s.dir, os.DirFS(h.s.dir)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// client is a copy of the seed's client whose origin is s (from server) served over
+// HTTP with opts' faults; the server starts here, so that opts' faults count from
+// the test's own first request.
+func (h *httpSeed) client(t *testing.T, s *server, opts gitserver.Options) (*client, *gitserver.Server) {
+	t.Helper()
+	c := h.c.copy(t)
 	srv := httpServer(t, s, opts)
 	c.run("remote", "set-url", "origin", srv.URL(filepath.Base(s.dir)))
 	if c.serverSide {
@@ -59,14 +88,23 @@ func httpClient(t *testing.T, cb combo, s *server, opts gitserver.Options) (*cli
 	return c, srv
 }
 
+// httpClient is a client, and a server it pushes to over HTTP with opts' faults,
+// from a seed of their own (newHTTPSeed).
+func httpClient(t *testing.T, cb combo, opts gitserver.Options) (*server, *client, *gitserver.Server) {
+	t.Helper()
+	h := newHTTPSeed(t, cb)
+	s := h.server(t)
+	c, srv := h.client(t, s, opts)
+	return s, c, srv
+}
+
 func TestHTTPUnavailable(t *testing.T) {
 	t.Parallel()
 	for _, cb := range httpCombos(t) {
 		t.Run(cb.name(), func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cb.server, cb.backend)
 			// The first 3 requests answer 503.
-			c, srv := httpClient(t, cb, s, gitserver.Options{FailStatus: http.StatusServiceUnavailable, FailFirst: 3})
+			s, c, srv := httpClient(t, cb, gitserver.Options{FailStatus: http.StatusServiceUnavailable, FailFirst: 3})
 			head := c.commit("b", "b")
 			r := c.push(smallPolicy(10), nil, "origin", "main", "main:refs/ci/1")
 			// git itself may spend more than one request per attempt.
@@ -96,9 +134,8 @@ func TestHTTPStall(t *testing.T) {
 	for _, cb := range httpCombos(t) {
 		t.Run(cb.name(), func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cb.server, cb.backend)
 			// The first request, the advertisement, stalls half-way.
-			c, _ := httpClient(t, cb, s, gitserver.Options{Stall: 1})
+			s, c, _ := httpClient(t, cb, gitserver.Options{Stall: 1})
 			head := c.commit("b", "b")
 			r := c.push(smallPolicy(5), func(p *push.Runner) {
 				push.SetStallFloor(p, 1000, time.Second)
@@ -151,10 +188,9 @@ func TestHTTPDropAfterApply(t *testing.T) {
 		cb, tc := cl.cb, cases[cl.tc]
 		t.Run(cb.name()+"/"+tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cb.server, cb.backend)
 			// The first receive-pack POST runs to completion, then its connection
 			// closes unanswered.
-			c, srv := httpClient(t, cb, s, gitserver.Options{NoKeepAlive: !tc.keepAlive, DownAfterDrop: tc.down,
+			s, c, srv := httpClient(t, cb, gitserver.Options{NoKeepAlive: !tc.keepAlive, DownAfterDrop: tc.down,
 				PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultDrop, Apply: true}}})
 			base := c.run("rev-parse", "HEAD")
 			head := c.commit("b", "b")
@@ -221,11 +257,12 @@ func TestStallFloorOnlyWhenUnset(t *testing.T) {
 			return append(slices.Clone(c.env), "GIT_CONFIG_PARAMETERS='http.lowspeedlimit'='1000' 'http.lowspeedtime'='1'")
 		},
 	}
+	seed := newHTTPSeed(t, cb)
 	for name, configure := range configs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
-			c, srv := httpClient(t, cb, s, gitserver.Options{Stall: 1})
+			s := seed.server(t)
+			c, srv := seed.client(t, s, gitserver.Options{Stall: 1})
 			url := srv.URL(filepath.Base(s.dir))
 			c.commit("b", "b")
 			env := configure(c, url)
