@@ -313,18 +313,19 @@ func TestRebaseDirtyWorkTree(t *testing.T) {
 }
 
 // TestServerRefDeletedDuringPush: while refretry pushes a new commit, four processes
-// on the server keep deleting its loose refs, one at a time each, and re-creating them
-// when none is left. On the files backend, git 2.55's receive-pack lets its
-// connectivity check die on a ref deleted while it lists the refs ("remote: fatal:
-// bad object <ref>", the push rejected with "missing necessary objects" before any
-// ref moved): refretry checks the remote and pushes again, and every round's commit
-// lands. Whether a round meets the race is up to timing (about one in twenty): by
-// default one round per server checks the outcome under the churn (and TestClassifyForges replays
-// the race's captured output, "a server ref deleted under the connectivity check");
-// at stress size twenty rounds run, and how many met the race is logged, not required
-// (see below).
+// (two unless the tests run at stress size) on the server keep deleting its loose
+// refs, one at a time each, and re-creating them when none is left. On the files
+// backend, git 2.55's receive-pack lets its connectivity check die on a ref deleted
+// while it lists the refs ("remote: fatal: bad object <ref>", the push rejected with
+// "missing necessary objects" before any ref moved): refretry checks the remote and
+// pushes again, and every round's commit lands. Whether a round meets the race is up
+// to timing (about one in twenty): by default one round per server checks the outcome
+// under the churn (and TestClassifyForges replays the race's captured output, "a
+// server ref deleted under the connectivity check"); at stress size twenty rounds
+// run, and how many met the race is logged, not required (see below).
 func TestServerRefDeletedDuringPush(t *testing.T) {
 	t.Parallel()
+	churners := testutil.Scale(t, 2, 4)
 	cur := testutil.NewGit(t)
 	for _, server := range []struct {
 		git     testutil.Git
@@ -346,7 +347,7 @@ func TestServerRefDeletedDuringPush(t *testing.T) {
 				head := c.commit("a", fmt.Sprint(round))
 				stop := make(chan struct{})
 				var churn sync.WaitGroup
-				for d := range 4 {
+				for d := range churners {
 					churn.Add(1)
 					go func() { defer churn.Done(); churnRefs(s, fmt.Sprintf("refs/doomed/%d", d), base, stop) }()
 				}
