@@ -117,8 +117,16 @@ func SystemGit(t testing.TB) Git {
 // Gits returns both git binaries under test.
 func Gits(t testing.TB) []Git { return []Git{SystemGit(t), NewGit(t)} }
 
+// probed holds what probe found for each path, so that each git is probed once per
+// test process: a package's tests ask for their gits in nearly every test, and two
+// gits started each time add up (push's tests asked about 60 times).
+var probed sync.Map // path -> Git
+
 func probe(t testing.TB, path string) Git {
 	t.Helper()
+	if g, ok := probed.Load(path); ok {
+		return g.(Git)
+	}
 	out, err := exec.Command(path, "version").Output()
 	if err != nil {
 		t.Fatalf("git %s: %v", path, err)
@@ -127,6 +135,7 @@ func probe(t testing.TB, path string) Git {
 	g := Git{Path: path, Version: v}
 	dir := t.TempDir()
 	g.Reftable = exec.Command(path, "init", "-q", "--ref-format=reftable", dir).Run() == nil
+	probed.Store(path, g)
 	return g
 }
 
