@@ -97,8 +97,8 @@ type client struct {
 
 // newClient makes a client of s. Where s runs another git than the client's, origin
 // runs the server's programs (server.serverSide); where both run the same git, the
-// client's git starts that git's own, as it does by default, without a shell and env
-// in front of each.
+// client's git starts that git's own programs, as it does by default, without env in
+// front of each.
 func newClient(t testing.TB, g testutil.Git, s *server) *client {
 	t.Helper()
 	root := t.TempDir()
