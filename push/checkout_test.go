@@ -51,78 +51,100 @@ var checkoutForms = []struct {
 	}, "commit"},
 }
 
-// TestRebaseFromCICheckouts: N depth-1 jobs, each committing a file of its own, push
-// to main at once with --rebase, in every form a CI checkout pushes: every job lands,
-// every commit is on main exactly once with its author and message, and the job's HEAD
-// is where the documentation says.
+// TestRebaseFromCICheckouts: N depth-1 jobs (6; 2 unless the tests run at stress
+// size, testutil.Scale), each committing a file of its own, push to main at once with
+// --rebase, in every form a CI checkout pushes, from either client git (each form with
+// each git at stress size; by default form i with git i%2, testutil.Cells): every job
+// lands, all but the first to land rebased, every commit is on main exactly once with
+// its author and message, and the job's HEAD is where the documentation says.
 func TestRebaseFromCICheckouts(t *testing.T) {
 	t.Parallel()
-	const jobs = 6
+	jobs := testutil.Scale(t, 2, 6)
 	server := testutil.NewGit(t)
+	type cell struct {
+		g    testutil.Git
+		form int
+	}
+	var cells []cell
 	for _, g := range []testutil.Git{testutil.SystemGit(t), server} {
-		for _, form := range checkoutForms {
-			t.Run(g.Name()+"/"+form.name, func(t *testing.T) {
-				t.Parallel()
-				s := newServer(t, server, "files")
-				seed := newClient(t, g, s)
-				seed.commit("seed", "seed\n")
-				seed.commit("seed2", "seed\n") // depth 1 must cut something
-				seed.run("push", "-q", "origin", "main")
-				clients := make([]*client, jobs)
-				commits := make([]string, jobs)
-				args := make([][]string, jobs)
-				for i := range clients {
-					c := shallowClone(t, g, s, form.detach)
-					if got := c.run("rev-parse", "--is-shallow-repository"); got != "true" {
-						t.Fatalf("clone is not shallow: %s", got)
-					}
-					commits[i] = c.commit(fmt.Sprintf("job-%02d", i), fmt.Sprint(i))
-					args[i] = form.args(c, commits[i])
-					clients[i] = c
-				}
-				runs := concurrently(clients, func(p *push.Runner) { p.Rebase = true }, args)
-				for i, r := range runs {
-					if r.code != 0 || r.err != nil {
-						t.Errorf("job %d: exit %d, err %v\n%s", i, r.code, r.err, r.stderr)
-					}
-				}
-				tip := s.ref("refs/heads/main")
-				log := gitRun(t, server.Path, s.dir, s.env, "log", "--format=%s|%an|%ae", tip)
-				for i := range jobs {
-					want := fmt.Sprintf("add job-%02d|%s", i, "A U Thor|author@example.com")
-					if n := strings.Count(log+"\n", want+"\n"); n != 1 {
-						t.Errorf("%q is on main %d times:\n%s", want, n, log)
-					}
-				}
-				for i, c := range clients {
-					head := c.run("rev-parse", "HEAD")
-					switch form.headAfter {
-					case "commit":
-						if head != commits[i] {
-							t.Errorf("job %d: HEAD moved to %s, want it left at %s", i, head, commits[i])
-						}
-						if form.name == "other branch:main" {
-							// The pushed branch moved to what landed.
-							b := c.run("rev-parse", "results")
-							if !isAncestor(t, server, s, b, tip) || c.run("log", "-1", "--format=%s", b) != fmt.Sprintf("add job-%02d", i) {
-								t.Errorf("job %d: branch results at %s, not the commit that landed", i, b)
-							}
-						}
-					case "tip":
-						// HEAD is the commit that landed: on main, with this job's file.
-						if !isAncestor(t, server, s, head, tip) {
-							t.Errorf("job %d: HEAD %s is not on main", i, head)
-						}
-						if got := c.run("log", "-1", "--format=%s", "HEAD"); got != fmt.Sprintf("add job-%02d", i) {
-							t.Errorf("job %d: HEAD is %q", i, got)
-						}
-						if st := c.run("status", "--porcelain"); st != "" {
-							t.Errorf("job %d: work tree not clean after the rebase:\n%s", i, st)
-						}
-					}
-				}
-			})
+		for form := range checkoutForms {
+			cells = append(cells, cell{g, form})
 		}
+	}
+	// 2.39 with forms 0 and 2, 2.55 with forms 1 and 3: each git, each form.
+	for _, cl := range testutil.Cells(t, cells, 0, 5, 2, 7) {
+		g, form := cl.g, checkoutForms[cl.form]
+		t.Run(g.Name()+"/"+form.name, func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, server, "files")
+			seed := newClient(t, g, s)
+			seed.commit("seed", "seed\n")
+			seed.commit("seed2", "seed\n") // depth 1 must cut something
+			seed.run("push", "-q", "origin", "main")
+			clone := shallowClone(t, g, s, form.detach)
+			if got := clone.run("rev-parse", "--is-shallow-repository"); got != "true" {
+				t.Fatalf("clone is not shallow: %s", got)
+			}
+			clients := make([]*client, jobs)
+			commits := make([]string, jobs)
+			args := make([][]string, jobs)
+			for i := range clients {
+				c := clone.copy(t)
+				commits[i] = c.commit(fmt.Sprintf("job-%02d", i), fmt.Sprint(i))
+				args[i] = form.args(c, commits[i])
+				clients[i] = c
+			}
+			runs := concurrently(clients, func(p *push.Runner) { p.Rebase = true }, args)
+			rebased := 0
+			for i, r := range runs {
+				if r.code != 0 || r.err != nil {
+					t.Errorf("job %d: exit %d, err %v\n%s", i, r.code, r.err, r.stderr)
+				}
+				if slices.ContainsFunc(r.notes, func(n string) bool { return strings.HasPrefix(n, "rebased ") }) {
+					rebased++
+				}
+			}
+			// Every job started at the same tip, so all but the first to land were
+			// behind and must have rebased: the jobs met each other.
+			if rebased < jobs-1 {
+				t.Errorf("%d jobs rebased, want at least %d", rebased, jobs-1)
+			}
+			tip := s.ref("refs/heads/main")
+			log := gitRun(t, server.Path, s.dir, s.env, "log", "--format=%s|%an|%ae", tip)
+			for i := range jobs {
+				want := fmt.Sprintf("add job-%02d|%s", i, "A U Thor|author@example.com")
+				if n := strings.Count(log+"\n", want+"\n"); n != 1 {
+					t.Errorf("%q is on main %d times:\n%s", want, n, log)
+				}
+			}
+			for i, c := range clients {
+				head := c.run("rev-parse", "HEAD")
+				switch form.headAfter {
+				case "commit":
+					if head != commits[i] {
+						t.Errorf("job %d: HEAD moved to %s, want it left at %s", i, head, commits[i])
+					}
+					if form.name == "other branch:main" {
+						// The pushed branch moved to what landed.
+						b := c.run("rev-parse", "results")
+						if !isAncestor(t, server, s, b, tip) || c.run("log", "-1", "--format=%s", b) != fmt.Sprintf("add job-%02d", i) {
+							t.Errorf("job %d: branch results at %s, not the commit that landed", i, b)
+						}
+					}
+				case "tip":
+					// HEAD is the commit that landed: on main, with this job's file.
+					if !isAncestor(t, server, s, head, tip) {
+						t.Errorf("job %d: HEAD %s is not on main", i, head)
+					}
+					if got := c.run("log", "-1", "--format=%s", "HEAD"); got != fmt.Sprintf("add job-%02d", i) {
+						t.Errorf("job %d: HEAD is %q", i, got)
+					}
+					if st := c.run("status", "--porcelain"); st != "" {
+						t.Errorf("job %d: work tree not clean after the rebase:\n%s", i, st)
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -130,125 +152,151 @@ func TestRebaseFromCICheckouts(t *testing.T) {
 // --depth=1 before pushing (git-auto-commit-action does) has the remote's new tip
 // without its parents, so its history does not meet the job's. --rebase deepens it
 // until it does and replays the job's one commit, not the job's base with it: before,
-// the push failed with "cannot replay: <base> is not a commit with one parent".
+// the push failed with "cannot replay: <base> is not a commit with one parent". Each
+// client git with 3 and with 40 commits landed at stress size; by default 2.39 with
+// 40 and 2.55 with 3 (testutil.Cells).
 func TestRebaseAfterShallowFetch(t *testing.T) {
 	t.Parallel()
 	server := testutil.NewGit(t)
+	type cell struct {
+		g      testutil.Git
+		landed int
+	}
+	var cells []cell
 	for _, g := range []testutil.Git{testutil.SystemGit(t), server} {
 		for _, landed := range []int{3, 40} { // 40: more than the first round's 8
-			t.Run(fmt.Sprintf("%s/%d landed", g.Name(), landed), func(t *testing.T) {
-				t.Parallel()
-				s := newServer(t, server, "files")
-				seed := newClient(t, g, s)
-				seed.commit("seed", "seed\n")
-				seed.commit("seed2", "seed\n")
-				seed.run("push", "-q", "origin", "main")
-				job := shallowClone(t, g, s, false)
-				for i := range landed {
-					seed.commit(fmt.Sprintf("other-%02d", i), "x\n")
-				}
-				seed.run("push", "-q", "origin", "main")
-				mine := job.commit("job", "job\n")
-				job.run("fetch", "-q", "--depth=1", "origin", "main")
-				runs := concurrently([]*client{job}, func(p *push.Runner) { p.Rebase = true }, [][]string{{"origin", "main"}})
-				if r := runs[0]; r.code != 0 || r.err != nil {
-					t.Fatalf("exit %d, err %v\n%s", r.code, r.err, r.stderr)
-				}
-				tip := s.ref("refs/heads/main")
-				log := gitRun(t, server.Path, s.dir, s.env, "log", "--format=%s", tip)
-				want := []string{"add job"}
-				for i := landed - 1; i >= 0; i-- {
-					want = append(want, fmt.Sprintf("add other-%02d", i))
-				}
-				want = append(want, "add seed2", "add seed")
-				if got := strings.Split(log, "\n"); !slices.Equal(got, want) {
-					t.Errorf("main's history %q, want %q", got, want)
-				}
-				if head := job.run("rev-parse", "HEAD"); head != tip || head == mine {
-					t.Errorf("HEAD %s after the push, want main's new tip %s", head, tip)
-				}
-			})
+			cells = append(cells, cell{g, landed})
 		}
+	}
+	for _, cl := range testutil.Cells(t, cells, 1, 2) {
+		g, landed := cl.g, cl.landed
+		t.Run(fmt.Sprintf("%s/%d landed", g.Name(), landed), func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, server, "files")
+			seed := newClient(t, g, s)
+			seed.commit("seed", "seed\n")
+			seed.commit("seed2", "seed\n")
+			seed.run("push", "-q", "origin", "main")
+			job := shallowClone(t, g, s, false)
+			others := make([]string, landed)
+			for i := range others {
+				others[i] = fmt.Sprintf("other-%02d", i)
+			}
+			seed.commitEach("main", "x\n", others...)
+			seed.run("push", "-q", "origin", "main")
+			mine := job.commit("job", "job\n")
+			job.run("fetch", "-q", "--depth=1", "origin", "main")
+			runs := concurrently([]*client{job}, func(p *push.Runner) { p.Rebase = true }, [][]string{{"origin", "main"}})
+			if r := runs[0]; r.code != 0 || r.err != nil {
+				t.Fatalf("exit %d, err %v\n%s", r.code, r.err, r.stderr)
+			}
+			tip := s.ref("refs/heads/main")
+			log := gitRun(t, server.Path, s.dir, s.env, "log", "--format=%s", tip)
+			want := []string{"add job"}
+			for i := landed - 1; i >= 0; i-- {
+				want = append(want, fmt.Sprintf("add other-%02d", i))
+			}
+			want = append(want, "add seed2", "add seed")
+			if got := strings.Split(log, "\n"); !slices.Equal(got, want) {
+				t.Errorf("main's history %q, want %q", got, want)
+			}
+			if head := job.run("rev-parse", "HEAD"); head != tip || head == mine {
+				t.Errorf("HEAD %s after the push, want main's new tip %s", head, tip)
+			}
+		})
 	}
 }
 
-// TestRegenerateSharedFile: every job appends its line to one results file, so the
-// replay conflicts for all but the first to land; --regenerate resets to the remote's
-// tip, runs the generator there, and pushes what it wrote. Every line lands once, each
-// job's commit keeps its author and message, and the job's own commit is kept.
+// TestRegenerateSharedFile: every job (6; 2 unless the tests run at stress size,
+// testutil.Scale) appends its line to one results file, so the replay conflicts for
+// all but the first to land; --regenerate resets to the remote's tip, runs the
+// generator there, and pushes what it wrote. Every line lands once, each job's commit
+// keeps its author and message, and the job's own commit is kept. Each of the first
+// three checkout forms with and without --rebase at stress size; by default form i
+// with rebase=i%2 (testutil.Cells).
 func TestRegenerateSharedFile(t *testing.T) {
 	t.Parallel()
-	const jobs = 6
+	jobs := testutil.Scale(t, 2, 6)
 	g := testutil.NewGit(t)
-	for _, form := range checkoutForms[:3] {
+	type cell struct {
+		form   int
+		rebase bool
+	}
+	var cells []cell
+	for form := range checkoutForms[:3] {
 		for _, rebase := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/rebase=%v", form.name, rebase), func(t *testing.T) {
-				t.Parallel()
-				s := newServer(t, g, "files")
-				seed := newClient(t, g, s)
-				seed.commit("results.csv", "job\n")
-				seed.run("push", "-q", "origin", "main")
-				clients := make([]*client, jobs)
-				commits := make([]string, jobs)
-				args := make([][]string, jobs)
-				generator := make([]string, jobs)
-				for i := range clients {
-					c := shallowClone(t, g, s, form.detach)
-					line := fmt.Sprintf("job-%02d", i)
-					// The job's generator: its own result, added to whatever is there.
-					generator[i] = fmt.Sprintf("grep -qx %s results.csv || echo %s >> results.csv", line, line)
-					if err := os.WriteFile(filepath.Join(c.dir, "results.csv"), []byte("job\n"+line+"\n"), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					c.run("commit", "-q", "-am", "result of "+line)
-					commits[i] = c.run("rev-parse", "HEAD")
-					args[i] = form.args(c, commits[i])
-					clients[i] = c
-				}
-				var wg sync.WaitGroup
-				runs := make([]run, jobs)
-				for i, c := range clients {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						runs[i] = c.push(concurrentPolicy, func(p *push.Runner) {
-							p.Rebase, p.Regenerate, p.Clock = rebase, generator[i], nil
-						}, args[i]...)
-					}()
-				}
-				wg.Wait()
-				for i, r := range runs {
-					if r.code != 0 || r.err != nil {
-						t.Errorf("job %d: exit %d, err %v\n%s", i, r.code, r.err, r.stderr)
-					}
-				}
-				tip := s.ref("refs/heads/main")
-				content := gitRun(t, g.Path, s.dir, s.env, "show", tip+":results.csv")
-				for i := range jobs {
-					if n := strings.Count(content+"\n", fmt.Sprintf("job-%02d\n", i)); n != 1 {
-						t.Errorf("job-%02d is in results.csv %d times:\n%s", i, n, content)
-					}
-				}
-				log := gitRun(t, g.Path, s.dir, s.env, "log", "--format=%s", tip)
-				for i := range jobs {
-					if !slices.Contains(strings.Split(log, "\n"), fmt.Sprintf("result of job-%02d", i)) {
-						t.Errorf("no commit %q on main:\n%s", fmt.Sprintf("result of job-%02d", i), log)
-					}
-				}
-				regenerated := 0
-				for i, c := range clients {
-					if kept := c.run("for-each-ref", "--format=%(objectname)", push.OriginalRef); kept != "" {
-						regenerated++
-						if kept != commits[i] {
-							t.Errorf("job %d: %s keeps %s, want its own commit %s", i, push.OriginalRef, kept, commits[i])
-						}
-					}
-				}
-				if regenerated < jobs-1 {
-					t.Errorf("%d jobs regenerated, want at least %d (all but the first to land)", regenerated, jobs-1)
-				}
-			})
+			cells = append(cells, cell{form, rebase})
 		}
+	}
+	for _, cl := range testutil.Cells(t, cells, 0, 3, 4) {
+		form, rebase := checkoutForms[cl.form], cl.rebase
+		t.Run(fmt.Sprintf("%s/rebase=%v", form.name, rebase), func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, g, "files")
+			seed := newClient(t, g, s)
+			seed.commit("results.csv", "job\n")
+			seed.run("push", "-q", "origin", "main")
+			clients := make([]*client, jobs)
+			commits := make([]string, jobs)
+			args := make([][]string, jobs)
+			generator := make([]string, jobs)
+			clone := shallowClone(t, g, s, form.detach)
+			for i := range clients {
+				c := clone.copy(t)
+				line := fmt.Sprintf("job-%02d", i)
+				// The job's generator: its own result, added to whatever is there.
+				generator[i] = fmt.Sprintf("grep -qx %s results.csv || echo %s >> results.csv", line, line)
+				if err := os.WriteFile(filepath.Join(c.dir, "results.csv"), []byte("job\n"+line+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				c.run("commit", "-q", "-am", "result of "+line)
+				commits[i] = c.run("rev-parse", "HEAD")
+				args[i] = form.args(c, commits[i])
+				clients[i] = c
+			}
+			var wg sync.WaitGroup
+			runs := make([]run, jobs)
+			for i, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					runs[i] = c.push(concurrentPolicy, func(p *push.Runner) {
+						p.Rebase, p.Regenerate, p.Clock = rebase, generator[i], nil
+					}, args[i]...)
+				}()
+			}
+			wg.Wait()
+			for i, r := range runs {
+				if r.code != 0 || r.err != nil {
+					t.Errorf("job %d: exit %d, err %v\n%s", i, r.code, r.err, r.stderr)
+				}
+			}
+			tip := s.ref("refs/heads/main")
+			content := gitRun(t, g.Path, s.dir, s.env, "show", tip+":results.csv")
+			for i := range jobs {
+				if n := strings.Count(content+"\n", fmt.Sprintf("job-%02d\n", i)); n != 1 {
+					t.Errorf("job-%02d is in results.csv %d times:\n%s", i, n, content)
+				}
+			}
+			log := gitRun(t, g.Path, s.dir, s.env, "log", "--format=%s", tip)
+			for i := range jobs {
+				if !slices.Contains(strings.Split(log, "\n"), fmt.Sprintf("result of job-%02d", i)) {
+					t.Errorf("no commit %q on main:\n%s", fmt.Sprintf("result of job-%02d", i), log)
+				}
+			}
+			regenerated := 0
+			for i, c := range clients {
+				if kept := c.run("for-each-ref", "--format=%(objectname)", push.OriginalRef); kept != "" {
+					regenerated++
+					if kept != commits[i] {
+						t.Errorf("job %d: %s keeps %s, want its own commit %s", i, push.OriginalRef, kept, commits[i])
+					}
+				}
+			}
+			if regenerated < jobs-1 {
+				t.Errorf("%d jobs regenerated, want at least %d (all but the first to land)", regenerated, jobs-1)
+			}
+		})
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/harness/capture"
 	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
-	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
@@ -49,7 +48,7 @@ func newPushRepos(t *testing.T, bin string, g testutil.Git, backend string) *pus
 	t.Helper()
 	root := t.TempDir()
 	p := &pushRepos{git: g, backend: backend, root: root, server: filepath.Join(root, "remote.git"),
-		work: filepath.Join(root, "work"), env: hermetic.Env(os.Environ(), root)}
+		work: filepath.Join(root, "work"), env: testutil.NoMaintenanceEnv(t, root)}
 	p.gitIn(t, root, "init", "-q", "--bare", "-b", "main", "--ref-format="+backend, p.server)
 	p.gitIn(t, root, "init", "-q", "-b", "main", p.work)
 	p.gitIn(t, p.work, "remote", "add", "origin", p.server)

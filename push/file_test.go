@@ -19,53 +19,65 @@ import (
 )
 
 // TestLockReleased holds the server's lock for the pushed ref, releases it after the
-// second failed attempt, and wants the push to land on the third, atomic or not.
+// second failed attempt, and wants the push to land on the third, atomic or not. Each
+// combo atomic and not at stress size; by default the two of combos, one atomic and
+// one not (testutil.Cells).
 func TestLockReleased(t *testing.T) {
 	t.Parallel()
-	for _, cb := range combos(t) {
+	type cell struct {
+		cb       combo
+		noAtomic bool
+	}
+	var cells []cell
+	for _, cb := range allCombos(t) {
 		for _, noAtomic := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/no-atomic=%v", cb.name(), noAtomic), func(t *testing.T) {
-				t.Parallel()
-				s := newServer(t, cb.server, cb.backend)
-				c := newClient(t, cb.client, s)
-				c.commit("a", "a")
-				c.run("push", "-q", "origin", "main")
-				head := c.commit("b", "b")
-				release := s.hold(s.lockPath("refs/heads/x"))
-				defer release()
-				r := c.push(smallPolicy(10), func(p *push.Runner) {
-					p.NoAtomic = noAtomic
-					record := p.OnAttempt
-					p.OnAttempt = func(a retry.Attempt) {
-						record(a)
-						if a.Number == 2 {
-							release()
-						}
-					}
-				}, "--porcelain", "origin", "main", "main:refs/heads/x")
-				if r.code != 0 || r.err != nil {
-					t.Fatalf("exit %d, err %v\nstdout:\n%s\nstderr:\n%s", r.code, r.err, r.stdout, r.stderr)
-				}
-				want := []failure.Class{failure.LockContention, failure.LockContention, "ok"}
-				if !slices.Equal(r.classes(), want) {
-					t.Fatalf("attempts %v, want %v\nstderr:\n%s", r.classes(), want, r.stderr)
-				}
-				if got := s.ref("refs/heads/x"); got != head {
-					t.Errorf("server x = %q, want %s", got, head)
-				}
-				if got := s.ref("refs/heads/main"); got != head {
-					t.Errorf("server main = %q, want %s", got, head)
-				}
-				if !strings.Contains(r.stdout, "refs/heads/main:refs/heads/x\t") || !strings.HasSuffix(r.stdout, "Done\n") {
-					t.Errorf("stdout is not the final attempt's porcelain:\n%s", r.stdout)
-				}
-			})
+			cells = append(cells, cell{cb, noAtomic})
 		}
+	}
+	// 2.39 to 2.55 reftable atomic, 2.55 to 2.39 files not.
+	for _, cl := range testutil.Cells(t, cells, 4, 7) {
+		cb, noAtomic := cl.cb, cl.noAtomic
+		t.Run(fmt.Sprintf("%s/no-atomic=%v", cb.name(), noAtomic), func(t *testing.T) {
+			t.Parallel()
+			s := newServer(t, cb.server, cb.backend)
+			c := newClient(t, cb.client, s)
+			c.commit("a", "a")
+			c.run("push", "-q", "origin", "main")
+			head := c.commit("b", "b")
+			release := s.hold(s.lockPath("refs/heads/x"))
+			defer release()
+			r := c.push(smallPolicy(10), func(p *push.Runner) {
+				p.NoAtomic = noAtomic
+				record := p.OnAttempt
+				p.OnAttempt = func(a retry.Attempt) {
+					record(a)
+					if a.Number == 2 {
+						release()
+					}
+				}
+			}, "--porcelain", "origin", "main", "main:refs/heads/x")
+			if r.code != 0 || r.err != nil {
+				t.Fatalf("exit %d, err %v\nstdout:\n%s\nstderr:\n%s", r.code, r.err, r.stdout, r.stderr)
+			}
+			want := []failure.Class{failure.LockContention, failure.LockContention, "ok"}
+			if !slices.Equal(r.classes(), want) {
+				t.Fatalf("attempts %v, want %v\nstderr:\n%s", r.classes(), want, r.stderr)
+			}
+			if got := s.ref("refs/heads/x"); got != head {
+				t.Errorf("server x = %q, want %s", got, head)
+			}
+			if got := s.ref("refs/heads/main"); got != head {
+				t.Errorf("server main = %q, want %s", got, head)
+			}
+			if !strings.Contains(r.stdout, "refs/heads/main:refs/heads/x\t") || !strings.HasSuffix(r.stdout, "Done\n") {
+				t.Errorf("stdout is not the final attempt's porcelain:\n%s", r.stdout)
+			}
+		})
 	}
 }
 
 // TestLockHeld never releases the lock: the push gives up after the attempt cap,
-// with the last attempt's output, and the server is unchanged.
+// with the last attempt's output, and the server is unchanged. Over combos.
 func TestLockHeld(t *testing.T) {
 	t.Parallel()
 	for _, cb := range combos(t) {
@@ -101,7 +113,7 @@ func TestLockHeld(t *testing.T) {
 }
 
 // TestConflict: real conflicts are reported after exactly one attempt, with git's
-// exit code, and change nothing.
+// exit code, and change nothing. Over combos.
 func TestConflict(t *testing.T) {
 	t.Parallel()
 	for _, cb := range combos(t) {
@@ -150,21 +162,24 @@ func TestConflict(t *testing.T) {
 	}
 }
 
-// TestRebaseConcurrent: 20 pushers (6 unless the tests run at stress size,
+// TestRebaseConcurrent: 20 pushers (3 unless the tests run at stress size,
 // testutil.Scale) each append a commit to one branch at once, with --rebase; every
-// commit ends up on the branch.
+// commit ends up on the branch, and all but the first to land rebased. Each combo at
+// stress size; by default two that have each git on each side and each backend
+// (combos).
 func TestRebaseConcurrent(t *testing.T) {
 	t.Parallel()
-	pushers := testutil.Scale(t, 6, 20)
+	pushers := testutil.Scale(t, 3, 20)
 	for _, cb := range combos(t) {
 		t.Run(cb.name(), func(t *testing.T) {
 			s := newServer(t, cb.server, cb.backend)
 			seed := newClient(t, cb.client, s)
 			seed.commit("seed", "seed")
 			seed.run("push", "-q", "origin", "main")
+			clone := cloneOf(t, cb.client, s)
 			clients := make([]*client, pushers)
 			for i := range clients {
-				clients[i] = cloneOf(t, cb.client, s)
+				clients[i] = clone.copy(t)
 				clients[i].commit(fmt.Sprintf("job-%02d", i), fmt.Sprint(i))
 			}
 			policy := retry.Policy{Timeout: 5 * time.Minute, MaxAttempts: 0, InitialDelay: 5 * time.Millisecond,
@@ -217,7 +232,7 @@ func TestRebaseConcurrent(t *testing.T) {
 // abort: the commits are replayed without the work tree) and says which files.
 func TestRebaseConflict(t *testing.T) {
 	t.Parallel()
-	for _, cb := range combos(t) {
+	for _, cb := range allCombos(t) {
 		if cb.backend != "reftable" {
 			continue // one server per client version is enough here
 		}
@@ -298,18 +313,19 @@ func TestRebaseDirtyWorkTree(t *testing.T) {
 }
 
 // TestServerRefDeletedDuringPush: while refretry pushes a new commit, four processes
-// on the server keep deleting its loose refs, one at a time each, and re-creating them
-// when none is left. On the files backend, git 2.55's receive-pack lets its
-// connectivity check die on a ref deleted while it lists the refs ("remote: fatal:
-// bad object <ref>", the push rejected with "missing necessary objects" before any
-// ref moved): refretry checks the remote and pushes again, and every round's commit
-// lands. Whether a round meets the race is up to timing (about one in twenty): by
-// default two rounds check the outcome under the churn (and TestClassifyForges replays
-// the race's captured output, "a server ref deleted under the connectivity check");
-// at stress size twenty rounds run, and how many met the race is logged, not required
-// (see below).
+// (two unless the tests run at stress size) on the server keep deleting its loose
+// refs, one at a time each, and re-creating them when none is left. On the files
+// backend, git 2.55's receive-pack lets its connectivity check die on a ref deleted
+// while it lists the refs ("remote: fatal: bad object <ref>", the push rejected with
+// "missing necessary objects" before any ref moved): refretry checks the remote and
+// pushes again, and every round's commit lands. Whether a round meets the race is up
+// to timing (about one in twenty): by default one round per server checks the outcome
+// under the churn (and TestClassifyForges replays the race's captured output, "a
+// server ref deleted under the connectivity check"); at stress size twenty rounds
+// run, and how many met the race is logged, not required (see below).
 func TestServerRefDeletedDuringPush(t *testing.T) {
 	t.Parallel()
+	churners := testutil.Scale(t, 2, 4)
 	cur := testutil.NewGit(t)
 	for _, server := range []struct {
 		git     testutil.Git
@@ -327,11 +343,11 @@ func TestServerRefDeletedDuringPush(t *testing.T) {
 			// detector and without it, where the last stop saw about one in twenty.
 			// TestClassifyForges replays the race's captured output, so what refretry
 			// makes of it stays checked; this test checks every round's outcome.
-			testutil.Hunt(t, 2, 20, 20, false, func(round int) (met bool) {
+			testutil.Hunt(t, 1, 20, 20, false, func(round int) (met bool) {
 				head := c.commit("a", fmt.Sprint(round))
 				stop := make(chan struct{})
 				var churn sync.WaitGroup
-				for d := range 4 {
+				for d := range churners {
 					churn.Add(1)
 					go func() { defer churn.Done(); churnRefs(s, fmt.Sprintf("refs/doomed/%d", d), base, stop) }()
 				}

@@ -27,104 +27,130 @@ func (s *server) advance(ref, what string) string {
 // Y", no remote: line) or GitLab ("incorrect old value provided", no remote: line)
 // does; for GitHub also after its notice to an actor who may bypass the branch's rules
 // (akuity/kargo#3071), which does not hide the race. With --rebase the job lands on the
-// second attempt; without, it fails after one attempt as git does, class behind.
+// second attempt; without, it fails after one attempt as git does, class behind. Each
+// front end with and without --rebase at stress size; by default github with --rebase,
+// github-bypass and gitlab without (testutil.Cells): the checks that only a push
+// without --rebase makes (no remote: error line) then meet both forges' formats.
 func TestForgeLostRace(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
-	for _, front := range []struct {
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
+	type front struct {
 		name   string
 		forge  gitserver.Forge
 		bypass []gitserver.Bypass
-	}{
+	}
+	type cell struct {
+		front  front
+		rebase bool
+	}
+	var cells []cell
+	for _, f := range []front{
 		{"github", gitserver.ForgeGitHub, nil},
 		{"github-bypass", gitserver.ForgeGitHub, []gitserver.Bypass{gitserver.GitHubBypass("refs/heads/main")}},
 		{"gitlab", gitserver.ForgeGitLab, nil},
 	} {
-		forge := front.forge
 		for _, rebase := range []bool{true, false} {
-			t.Run(front.name+map[bool]string{true: "/rebase", false: "/plain"}[rebase], func(t *testing.T) {
-				t.Parallel()
-				s := newServer(t, cur, "files")
-				var theirs string
-				c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: forge, Bypass: front.bypass,
-					BeforeReceivePack: func(n int) {
-						if n == 1 {
-							theirs = s.advance("refs/heads/main", "theirs")
-						}
-					}})
-				c.commit("mine", "mine\n")
-				r := c.push(smallPolicy(5), func(p *push.Runner) { p.Rebase = rebase }, "origin", "main")
-				var f *failure.Error
-				if len(r.attempts) == 0 || !errors.As(r.attempts[0].Err, &f) || f.Moved == nil || f.Moved.Ref != "refs/heads/main" {
-					t.Fatalf("first attempt %v, want the server's compare-and-swap failure on main\n%s", r.classes(), r.stderr)
-				}
-				if forge == gitserver.ForgeGitHub && f.Moved.Actual != theirs {
-					t.Errorf("Moved %+v, want actual %s", f.Moved, theirs)
-				}
-				if strings.Contains(r.stderr, "remote: error:") && !rebase {
-					t.Errorf("the front end sent a remote: error line:\n%s", r.stderr)
-				}
-				if notice := strings.Contains(r.stderr, "remote: Bypassed rule violations for refs/heads/main:"); notice != (front.bypass != nil) {
-					t.Errorf("bypass notice in git's output: %t, want %t\n%s", notice, front.bypass != nil, r.stderr)
-				}
-				if !rebase {
-					if r.code != 1 || !slices.Equal(r.classes(), []failure.Class{failure.Behind}) || s.ref("refs/heads/main") != theirs {
-						t.Errorf("exit %d, attempts %v, want one attempt, behind, exit 1", r.code, r.classes())
-					}
-					return
-				}
-				if r.code != 0 || !slices.Equal(r.classes(), []failure.Class{failure.Behind, "ok"}) {
-					t.Fatalf("exit %d, attempts %v, want behind then ok\n%s", r.code, r.classes(), r.stderr)
-				}
-				log := gitRun(t, cur.Path, s.dir, s.env, "log", "--format=%s", "-3", "refs/heads/main")
-				if log != "add mine\nanother job's theirs\nadd a" {
-					t.Errorf("server main:\n%s", log)
-				}
-				if srv.ReceivePacks() != 2 {
-					t.Errorf("%d receive-pack POSTs, want 2", srv.ReceivePacks())
-				}
-			})
+			cells = append(cells, cell{f, rebase})
 		}
+	}
+	for _, cl := range testutil.Cells(t, cells, 0, 3, 5) {
+		front, rebase := cl.front, cl.rebase
+		forge := front.forge
+		t.Run(front.name+map[bool]string{true: "/rebase", false: "/plain"}[rebase], func(t *testing.T) {
+			t.Parallel()
+			s := seed.server(t)
+			var theirs string
+			c, srv := seed.client(t, s, gitserver.Options{Forge: forge, Bypass: front.bypass,
+				BeforeReceivePack: func(n int) {
+					if n == 1 {
+						theirs = s.advance("refs/heads/main", "theirs")
+					}
+				}})
+			c.commit("mine", "mine\n")
+			r := c.push(smallPolicy(5), func(p *push.Runner) { p.Rebase = rebase }, "origin", "main")
+			var f *failure.Error
+			if len(r.attempts) == 0 || !errors.As(r.attempts[0].Err, &f) || f.Moved == nil || f.Moved.Ref != "refs/heads/main" {
+				t.Fatalf("first attempt %v, want the server's compare-and-swap failure on main\n%s", r.classes(), r.stderr)
+			}
+			if forge == gitserver.ForgeGitHub && f.Moved.Actual != theirs {
+				t.Errorf("Moved %+v, want actual %s", f.Moved, theirs)
+			}
+			if strings.Contains(r.stderr, "remote: error:") && !rebase {
+				t.Errorf("the front end sent a remote: error line:\n%s", r.stderr)
+			}
+			if notice := strings.Contains(r.stderr, "remote: Bypassed rule violations for refs/heads/main:"); notice != (front.bypass != nil) {
+				t.Errorf("bypass notice in git's output: %t, want %t\n%s", notice, front.bypass != nil, r.stderr)
+			}
+			if !rebase {
+				if r.code != 1 || !slices.Equal(r.classes(), []failure.Class{failure.Behind}) || s.ref("refs/heads/main") != theirs {
+					t.Errorf("exit %d, attempts %v, want one attempt, behind, exit 1", r.code, r.classes())
+				}
+				return
+			}
+			if r.code != 0 || !slices.Equal(r.classes(), []failure.Class{failure.Behind, "ok"}) {
+				t.Fatalf("exit %d, attempts %v, want behind then ok\n%s", r.code, r.classes(), r.stderr)
+			}
+			log := gitRun(t, cur.Path, s.dir, s.env, "log", "--format=%s", "-3", "refs/heads/main")
+			if log != "add mine\nanother job's theirs\nadd a" {
+				t.Errorf("server main:\n%s", log)
+			}
+			if srv.ReceivePacks() != 2 {
+				t.Errorf("%d receive-pack POSTs, want 2", srv.ReceivePacks())
+			}
+		})
 	}
 }
 
 // TestForgeRefPhaseFailures: GitHub's commit_refs failure and a 500 in the ref phase
 // leave the outcome unknown. refretry asks the remote before pushing again: an update
 // that was applied ends the run at once (one POST), one that was not is pushed again.
+// Each fault applied and not at stress size; by default commit_refs applied and the
+// 500 not (testutil.Cells).
 func TestForgeRefPhaseFailures(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
+	type cell struct {
+		kind    gitserver.FaultKind
+		applied bool
+	}
+	var cells []cell
 	for _, kind := range []gitserver.FaultKind{gitserver.FaultCommitRefs, gitserver.FaultServerError} {
 		for _, applied := range []bool{true, false} {
-			name := map[gitserver.FaultKind]string{gitserver.FaultCommitRefs: "commit_refs", gitserver.FaultServerError: "500"}[kind]
-			t.Run(name+map[bool]string{true: "/applied", false: "/not-applied"}[applied], func(t *testing.T) {
-				t.Parallel()
-				s := newServer(t, cur, "files")
-				c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
-					PushFaults: map[int]gitserver.PushFault{1: {Kind: kind, Apply: applied}}})
-				head := c.commit("b", "b")
-				r := c.push(smallPolicy(5), nil, "origin", "main")
-				if r.code != 0 || r.err != nil {
-					t.Fatalf("exit %d, err %v, attempts %v\n%s", r.code, r.err, r.classes(), r.stderr)
-				}
-				if got := r.classes(); got[0] != failure.Unknown {
-					t.Errorf("attempts %v, want unknown-outcome first", got)
-				}
-				if s.ref("refs/heads/main") != head {
-					t.Errorf("server main not at the pushed commit")
-				}
-				wantPosts := 2
-				if applied {
-					wantPosts = 1
-					if !slices.ContainsFunc(r.notes, func(n string) bool { return strings.Contains(n, "already holds every pushed value") }) {
-						t.Errorf("no verification note: %q", r.notes)
-					}
-				}
-				if srv.ReceivePacks() != wantPosts {
-					t.Errorf("%d receive-pack POSTs, want %d", srv.ReceivePacks(), wantPosts)
-				}
-			})
+			cells = append(cells, cell{kind, applied})
 		}
+	}
+	for _, cl := range testutil.Cells(t, cells, 0, 3) {
+		kind, applied := cl.kind, cl.applied
+		name := map[gitserver.FaultKind]string{gitserver.FaultCommitRefs: "commit_refs", gitserver.FaultServerError: "500"}[kind]
+		t.Run(name+map[bool]string{true: "/applied", false: "/not-applied"}[applied], func(t *testing.T) {
+			t.Parallel()
+			s := seed.server(t)
+			c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
+				PushFaults: map[int]gitserver.PushFault{1: {Kind: kind, Apply: applied}}})
+			head := c.commit("b", "b")
+			r := c.push(smallPolicy(5), nil, "origin", "main")
+			if r.code != 0 || r.err != nil {
+				t.Fatalf("exit %d, err %v, attempts %v\n%s", r.code, r.err, r.classes(), r.stderr)
+			}
+			if got := r.classes(); got[0] != failure.Unknown {
+				t.Errorf("attempts %v, want unknown-outcome first", got)
+			}
+			if s.ref("refs/heads/main") != head {
+				t.Errorf("server main not at the pushed commit")
+			}
+			wantPosts := 2
+			if applied {
+				wantPosts = 1
+				if !slices.ContainsFunc(r.notes, func(n string) bool { return strings.Contains(n, "already holds every pushed value") }) {
+					t.Errorf("no verification note: %q", r.notes)
+				}
+			}
+			if srv.ReceivePacks() != wantPosts {
+				t.Errorf("%d receive-pack POSTs, want %d", srv.ReceivePacks(), wantPosts)
+			}
+		})
 	}
 }
 
@@ -135,12 +161,13 @@ func TestForgeRefPhaseFailures(t *testing.T) {
 func TestForgeRace(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
 	for _, same := range []bool{true, false} {
 		t.Run(map[bool]string{true: "same value", false: "other value"}[same], func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
+			s := seed.server(t)
 			var c *client
-			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
+			c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
 				BeforeReceivePack: func(n int) {
 					if n != 1 {
 						return
@@ -179,6 +206,7 @@ func TestForgeRace(t *testing.T) {
 func TestForgeRules(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
 	for name, refusal := range map[string]gitserver.Refusal{
 		"GH006": gitserver.GH006("refs/heads/main"), "GH013": gitserver.GH013("refs/heads/main"),
 		"GitLab":       gitserver.GitLabProtected("refs/heads/main"),
@@ -186,8 +214,8 @@ func TestForgeRules(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
-			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Refuse: []gitserver.Refusal{refusal}})
+			s := seed.server(t)
+			c, srv := seed.client(t, s, gitserver.Options{Refuse: []gitserver.Refusal{refusal}})
 			c.commit("b", "b")
 			r := c.push(smallPolicy(5), func(p *push.Runner) { p.Rebase = true }, "origin", "main")
 			var e *failure.Error
@@ -223,6 +251,7 @@ func TestForgeRules(t *testing.T) {
 func TestForgeWorkflowTimeout(t *testing.T) {
 	t.Parallel()
 	cur := testutil.NewGit(t)
+	seed := newHTTPSeed(t, combo{cur, cur, "files"})
 	timeout := func(posts ...int) map[int]gitserver.PushFault {
 		m := map[int]gitserver.PushFault{}
 		for _, n := range posts {
@@ -232,8 +261,8 @@ func TestForgeWorkflowTimeout(t *testing.T) {
 	}
 	t.Run("retried", func(t *testing.T) {
 		t.Parallel()
-		s := newServer(t, cur, "files")
-		c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1)})
+		s := seed.server(t)
+		c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1)})
 		head := c.commit("b", "b")
 		r := c.push(smallPolicy(5), nil, "origin", "main")
 		if r.code != 0 || !slices.Equal(r.classes(), []failure.Class{failure.Unknown, "ok"}) || srv.ReceivePacks() != 2 {
@@ -245,8 +274,8 @@ func TestForgeWorkflowTimeout(t *testing.T) {
 	})
 	t.Run("applied", func(t *testing.T) {
 		t.Parallel()
-		s := newServer(t, cur, "files")
-		c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
+		s := seed.server(t)
+		c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub,
 			PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultWorkflowTimeout, Apply: true}}})
 		head := c.commit("b", "b")
 		r := c.push(smallPolicy(5), nil, "origin", "main")
@@ -263,8 +292,8 @@ func TestForgeWorkflowTimeout(t *testing.T) {
 	}{{"persists on a creation", "refs/heads/new", true}, {"persists on an update", "refs/heads/main", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
-			c, srv := httpClient(t, combo{cur, cur, "files"}, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1, 2, 3)})
+			s := seed.server(t)
+			c, srv := seed.client(t, s, gitserver.Options{Forge: gitserver.ForgeGitHub, PushFaults: timeout(1, 2, 3)})
 			c.commit("b", "b")
 			before := s.ref(tc.dst)
 			r := c.push(smallPolicy(3), nil, "origin", "HEAD:"+tc.dst)

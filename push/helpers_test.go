@@ -3,6 +3,7 @@ package push_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
@@ -32,7 +32,7 @@ type server struct {
 func newServer(t testing.TB, g testutil.Git, backend string) *server {
 	t.Helper()
 	root := t.TempDir()
-	s := &server{t: t, git: g, backend: backend, dir: filepath.Join(root, "remote.git"), env: hermetic.Env(os.Environ(), root)}
+	s := &server{t: t, git: g, backend: backend, dir: filepath.Join(root, "remote.git"), env: testutil.NoMaintenanceEnv(t, root)}
 	args := []string{"init", "-q", "--bare", "-b", "main"}
 	if backend == "reftable" {
 		args = append(args, "--ref-format=reftable")
@@ -90,16 +90,25 @@ type client struct {
 	git testutil.Git
 	dir string
 	env []string
+	// serverSide says that origin names the server's own programs
+	// (remote.origin.receivepack and uploadpack): its git is not the client's.
+	serverSide bool
 }
 
+// newClient makes a client of s. Where s runs another git than the client's, origin
+// runs the server's programs (server.serverSide); where both run the same git, the
+// client's git starts that git's own programs, as it does by default, without env in
+// front of each.
 func newClient(t testing.TB, g testutil.Git, s *server) *client {
 	t.Helper()
 	root := t.TempDir()
-	c := &client{t: t, git: g, dir: filepath.Join(root, "work"), env: hermetic.Env(os.Environ(), root)}
+	c := &client{t: t, git: g, dir: filepath.Join(root, "work"), env: testutil.NoMaintenanceEnv(t, root), serverSide: g.Path != s.git.Path}
 	gitRun(t, g.Path, root, c.env, "init", "-q", "-b", "main", c.dir)
 	c.run("remote", "add", "origin", "file://"+s.dir)
-	c.run("config", "remote.origin.receivepack", s.serverSide("git-receive-pack"))
-	c.run("config", "remote.origin.uploadpack", s.serverSide("git-upload-pack"))
+	if c.serverSide {
+		c.run("config", "remote.origin.receivepack", s.serverSide("git-receive-pack"))
+		c.run("config", "remote.origin.uploadpack", s.serverSide("git-upload-pack"))
+	}
 	return c
 }
 
@@ -110,6 +119,20 @@ func cloneOf(t testing.TB, g testutil.Git, s *server) *client {
 	c.run("fetch", "-q", "origin", "main")
 	c.run("reset", "-q", "--hard", "FETCH_HEAD")
 	return c
+}
+
+// copy makes another client as c is now, without starting git: c's work tree and
+// repository copied (os.CopyFS) into a directory of its own, with a home of its own.
+// The jobs of a test that all start from the same clone are made this way: one clone,
+// then copies, not a fetch each.
+func (c *client) copy(t testing.TB) *client {
+	t.Helper()
+	root := t.TempDir()
+	d := &client{t: t, git: c.git, dir: filepath.Join(root, "work"), env: testutil.NoMaintenanceEnv(t, root), serverSide: c.serverSide}
+	if err := os.CopyFS(d.dir, os.DirFS(c.dir)); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func (c *client) run(args ...string) string {
@@ -126,6 +149,37 @@ func (c *client) commit(file, content string) string {
 	c.run("add", file)
 	c.run("commit", "-q", "-m", "add "+file)
 	return c.run("rev-parse", "HEAD")
+}
+
+// commitEach adds a commit per file to branch, as commit(file, content) makes it on
+// that branch (the file added, "add <file>", the environment's identity and date),
+// all in one git (fast-import) instead of three gits a commit; the index and the work
+// tree are left as they were.
+func (c *client) commitEach(branch, content string, files ...string) {
+	c.t.Helper()
+	env := map[string]string{}
+	for _, kv := range c.env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	ident := func(who string) string {
+		return fmt.Sprintf("%s <%s> %s", env["GIT_"+who+"_NAME"], env["GIT_"+who+"_EMAIL"], env["GIT_"+who+"_DATE"])
+	}
+	var in strings.Builder
+	for i, file := range files {
+		msg := "add " + file + "\n"
+		fmt.Fprintf(&in, "commit refs/heads/%s\nauthor %s\ncommitter %s\ndata %d\n%s", branch, ident("AUTHOR"), ident("COMMITTER"), len(msg), msg)
+		if i == 0 {
+			fmt.Fprintf(&in, "from refs/heads/%s^0\n", branch)
+		}
+		fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n%s\n", file, len(content), content)
+	}
+	cmd := exec.Command(c.git.Path, "fast-import", "--quiet")
+	cmd.Dir, cmd.Env, cmd.Stdin = c.dir, c.env, strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		c.t.Fatalf("git fast-import: %v\n%s", err, out)
+	}
 }
 
 func gitRun(t testing.TB, git, dir string, env []string, args ...string) string {
@@ -222,8 +276,10 @@ func (c combo) name() string {
 	return "client-" + c.client.Name() + "/server-" + c.server.Name() + "-" + c.backend
 }
 
-// combos are git 2.39 and 2.55 on either side, files on both, reftable on 2.55 servers.
-func combos(t *testing.T) []combo {
+// allCombos are git 2.39 and 2.55 on either side, files on both, reftable on 2.55
+// servers, in this order: 0 2.39 to 2.39 files, 1 2.39 to 2.55 files, 2 2.39 to 2.55
+// reftable, 3 2.55 to 2.39 files, 4 2.55 to 2.55 files, 5 2.55 to 2.55 reftable.
+func allCombos(t *testing.T) []combo {
 	old, cur := testutil.SystemGit(t), testutil.NewGit(t)
 	var cs []combo
 	for _, cl := range []testutil.Git{old, cur} {
@@ -231,6 +287,12 @@ func combos(t *testing.T) []combo {
 	}
 	return cs
 }
+
+// combos are the combos a matrix test runs (testutil.Cells): all six at the stress
+// size; by default 2 (a 2.39 client, a 2.55 reftable server) and 3 (a 2.55 client, a
+// 2.39 files server), which between them have each client git, each server git and
+// each backend, and both cross the versions.
+func combos(t *testing.T) []combo { return testutil.Cells(t, allCombos(t), 2, 3) }
 
 func fileExists(dir, path string) bool {
 	if !filepath.IsAbs(path) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"github.com/refretry/refretry/failure"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,28 +31,71 @@ func httpServer(t testing.TB, s *server, opts gitserver.Options) *gitserver.Serv
 	return srv
 }
 
-// httpCombos: both client versions against a 2.55 server of either backend, and a
+// allHTTPCombos: both client versions against a 2.55 server of either backend, and a
 // 2.39 server.
-func httpCombos(t *testing.T) []combo {
+func allHTTPCombos(t *testing.T) []combo {
 	old, cur := testutil.SystemGit(t), testutil.NewGit(t)
 	return []combo{{cur, cur, "reftable"}, {old, cur, "files"}, {cur, old, "files"}, {old, cur, "reftable"}}
 }
 
-// httpClient is a client whose origin is served over HTTP with opts' faults; it
-// starts with the server's main, pushed through a server without faults, so that
-// opts' faults count from the test's own first request.
-func httpClient(t *testing.T, cb combo, s *server, opts gitserver.Options) (*client, *gitserver.Server) {
+// httpCombos are the combos an HTTP test runs (testutil.Cells): all four at the stress
+// size; by default 2.55 to 2.39 files and 2.39 to 2.55 reftable, which have each
+// client git, each server git and each backend.
+func httpCombos(t *testing.T) []combo { return testutil.Cells(t, allHTTPCombos(t), 2, 3) }
+
+// httpSeed is where an HTTP test's clients start: a server whose main a client of it
+// pushed over file://. A test makes it once, and each subtest serves a copy of the
+// server (server) and pushes from a copy of the client (client): git runs for the
+// seed once, not once a subtest.
+type httpSeed struct {
+	s *server
+	c *client
+}
+
+func newHTTPSeed(t *testing.T, cb combo) *httpSeed {
+	t.Helper()
+	s := newServer(t, cb.server, cb.backend)
 	c := newClient(t, cb.client, s)
-	setup := httpServer(t, s, gitserver.Options{})
-	c.run("remote", "set-url", "origin", setup.URL(filepath.Base(s.dir)))
-	c.run("config", "--unset", "remote.origin.receivepack")
-	c.run("config", "--unset", "remote.origin.uploadpack")
 	c.commit("a", "a")
 	c.run("push", "-q", "origin", "main")
-	setup.Close()
+	return &httpSeed{s, c}
+}
+
+// server is a copy of the seed's server, in t's own directory.
+func (h *httpSeed) server(t *testing.T) *server {
+	t.Helper()
+	root := t.TempDir()
+	s := &server{t: t, git: h.s.git, backend: h.s.backend, dir: filepath.Join(root, "remote.git"), env: testutil.NoMaintenanceEnv(t, root)}
+	if err := os.CopyFS(s.dir, os.DirFS(h.s.dir)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// client is a copy of the seed's client whose origin is s (from server) served over
+// HTTP with opts' faults; the server starts here, so that opts' faults count from
+// the test's own first request.
+func (h *httpSeed) client(t *testing.T, s *server, opts gitserver.Options) (*client, *gitserver.Server) {
+	t.Helper()
+	c := h.c.copy(t)
 	srv := httpServer(t, s, opts)
 	c.run("remote", "set-url", "origin", srv.URL(filepath.Base(s.dir)))
+	if c.serverSide {
+		c.run("config", "--unset", "remote.origin.receivepack")
+		c.run("config", "--unset", "remote.origin.uploadpack")
+		c.serverSide = false
+	}
 	return c, srv
+}
+
+// httpClient is a client, and a server it pushes to over HTTP with opts' faults,
+// from a seed of their own (newHTTPSeed).
+func httpClient(t *testing.T, cb combo, opts gitserver.Options) (*server, *client, *gitserver.Server) {
+	t.Helper()
+	h := newHTTPSeed(t, cb)
+	s := h.server(t)
+	c, srv := h.client(t, s, opts)
+	return s, c, srv
 }
 
 func TestHTTPUnavailable(t *testing.T) {
@@ -59,9 +103,8 @@ func TestHTTPUnavailable(t *testing.T) {
 	for _, cb := range httpCombos(t) {
 		t.Run(cb.name(), func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cb.server, cb.backend)
 			// The first 3 requests answer 503.
-			c, srv := httpClient(t, cb, s, gitserver.Options{FailStatus: http.StatusServiceUnavailable, FailFirst: 3})
+			s, c, srv := httpClient(t, cb, gitserver.Options{FailStatus: http.StatusServiceUnavailable, FailFirst: 3})
 			head := c.commit("b", "b")
 			r := c.push(smallPolicy(10), nil, "origin", "main", "main:refs/ci/1")
 			// git itself may spend more than one request per attempt.
@@ -91,9 +134,8 @@ func TestHTTPStall(t *testing.T) {
 	for _, cb := range httpCombos(t) {
 		t.Run(cb.name(), func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cb.server, cb.backend)
 			// The first request, the advertisement, stalls half-way.
-			c, _ := httpClient(t, cb, s, gitserver.Options{Stall: 1})
+			s, c, _ := httpClient(t, cb, gitserver.Options{Stall: 1})
 			head := c.commit("b", "b")
 			r := c.push(smallPolicy(5), func(p *push.Runner) {
 				push.SetStallFloor(p, 1000, time.Second)
@@ -117,7 +159,9 @@ func TestHTTPStall(t *testing.T) {
 }
 
 // TestHTTPDropAfterApply: the server applies the push, then the connection drops
-// before the answer. The retry finds the remote at the pushed values.
+// before the answer. The retry finds the remote at the pushed values. Each case over
+// each combo at stress size; by default case i over httpCombos' combo i%2
+// (testutil.Cells).
 func TestHTTPDropAfterApply(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -129,54 +173,63 @@ func TestHTTPDropAfterApply(t *testing.T) {
 		{"receive-pack down after", false, true},
 		{"keep-alive", true, false},
 	}
-	for _, cb := range httpCombos(t) {
-		for _, tc := range cases {
-			t.Run(cb.name()+"/"+tc.name, func(t *testing.T) {
-				t.Parallel()
-				s := newServer(t, cb.server, cb.backend)
-				// The first receive-pack POST runs to completion, then its connection
-				// closes unanswered.
-				c, srv := httpClient(t, cb, s, gitserver.Options{NoKeepAlive: !tc.keepAlive, DownAfterDrop: tc.down,
-					PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultDrop, Apply: true}}})
-				base := c.run("rev-parse", "HEAD")
-				head := c.commit("b", "b")
-				c.run("tag", "-a", "-m", "build", "v1")
-				postsAfterFirst := -1
-				r := c.push(smallPolicy(4), func(p *push.Runner) {
-					record := p.OnAttempt
-					p.OnAttempt = func(a retry.Attempt) {
-						record(a)
-						if a.Number == 1 {
-							postsAfterFirst = -srv.ReceivePacks()
-						}
-					}
-				}, "--porcelain", "--force-with-lease=main:"+base, "origin", "main", "v1")
-				postsAfterFirst += srv.ReceivePacks()
-				if r.code != 0 || r.err != nil {
-					t.Fatalf("exit %d, err %v, attempts %v\nstdout:\n%s\nstderr:\n%s", r.code, r.err, r.classes(), r.stdout, r.stderr)
-				}
-				if s.ref("refs/heads/main") != head || s.ref("refs/tags/v1") != c.run("rev-parse", "v1") {
-					t.Errorf("server not at the pushed values")
-				}
-				for _, line := range []string{"=\trefs/heads/main:refs/heads/main\t[up to date]", "=\trefs/tags/v1:refs/tags/v1\t[up to date]", "Done"} {
-					if !strings.Contains(r.stdout, line+"\n") {
-						t.Errorf("stdout lacks %q:\n%s", line, r.stdout)
-					}
-				}
-				if tc.keepAlive {
-					return
-				}
-				if got, want := r.classes(), []failure.Class{failure.Transport, "ok"}; !slices.Equal(got, want) {
-					t.Errorf("attempts %v, want %v\n%s", got, want, r.stderr)
-				}
-				if postsAfterFirst != 0 {
-					t.Errorf("%d receive-pack POSTs after the failed attempt: the retry must find the push applied, not send it again", postsAfterFirst)
-				}
-				if !slices.ContainsFunc(r.notes, func(n string) bool { return strings.Contains(n, "already holds every pushed value") }) {
-					t.Errorf("no verification note; notes %q", r.notes)
-				}
-			})
+	type cell struct {
+		cb combo
+		tc int // an index into cases
+	}
+	var cells []cell
+	for _, cb := range allHTTPCombos(t) {
+		for i := range cases {
+			cells = append(cells, cell{cb, i})
 		}
+	}
+	// 2.55 to 2.39 files with cases 0 and 2, 2.39 to 2.55 reftable with case 1.
+	for _, cl := range testutil.Cells(t, cells, 6, 10, 8) {
+		cb, tc := cl.cb, cases[cl.tc]
+		t.Run(cb.name()+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			// The first receive-pack POST runs to completion, then its connection
+			// closes unanswered.
+			s, c, srv := httpClient(t, cb, gitserver.Options{NoKeepAlive: !tc.keepAlive, DownAfterDrop: tc.down,
+				PushFaults: map[int]gitserver.PushFault{1: {Kind: gitserver.FaultDrop, Apply: true}}})
+			base := c.run("rev-parse", "HEAD")
+			head := c.commit("b", "b")
+			c.run("tag", "-a", "-m", "build", "v1")
+			postsAfterFirst := -1
+			r := c.push(smallPolicy(4), func(p *push.Runner) {
+				record := p.OnAttempt
+				p.OnAttempt = func(a retry.Attempt) {
+					record(a)
+					if a.Number == 1 {
+						postsAfterFirst = -srv.ReceivePacks()
+					}
+				}
+			}, "--porcelain", "--force-with-lease=main:"+base, "origin", "main", "v1")
+			postsAfterFirst += srv.ReceivePacks()
+			if r.code != 0 || r.err != nil {
+				t.Fatalf("exit %d, err %v, attempts %v\nstdout:\n%s\nstderr:\n%s", r.code, r.err, r.classes(), r.stdout, r.stderr)
+			}
+			if s.ref("refs/heads/main") != head || s.ref("refs/tags/v1") != c.run("rev-parse", "v1") {
+				t.Errorf("server not at the pushed values")
+			}
+			for _, line := range []string{"=\trefs/heads/main:refs/heads/main\t[up to date]", "=\trefs/tags/v1:refs/tags/v1\t[up to date]", "Done"} {
+				if !strings.Contains(r.stdout, line+"\n") {
+					t.Errorf("stdout lacks %q:\n%s", line, r.stdout)
+				}
+			}
+			if tc.keepAlive {
+				return
+			}
+			if got, want := r.classes(), []failure.Class{failure.Transport, "ok"}; !slices.Equal(got, want) {
+				t.Errorf("attempts %v, want %v\n%s", got, want, r.stderr)
+			}
+			if postsAfterFirst != 0 {
+				t.Errorf("%d receive-pack POSTs after the failed attempt: the retry must find the push applied, not send it again", postsAfterFirst)
+			}
+			if !slices.ContainsFunc(r.notes, func(n string) bool { return strings.Contains(n, "already holds every pushed value") }) {
+				t.Errorf("no verification note; notes %q", r.notes)
+			}
+		})
 	}
 }
 
@@ -204,11 +257,12 @@ func TestStallFloorOnlyWhenUnset(t *testing.T) {
 			return append(slices.Clone(c.env), "GIT_CONFIG_PARAMETERS='http.lowspeedlimit'='1000' 'http.lowspeedtime'='1'")
 		},
 	}
+	seed := newHTTPSeed(t, cb)
 	for name, configure := range configs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, cur, "files")
-			c, srv := httpClient(t, cb, s, gitserver.Options{Stall: 1})
+			s := seed.server(t)
+			c, srv := seed.client(t, s, gitserver.Options{Stall: 1})
 			url := srv.URL(filepath.Base(s.dir))
 			c.commit("b", "b")
 			env := configure(c, url)

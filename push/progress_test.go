@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
 )
@@ -75,10 +76,14 @@ done
 // follows, and neither meter is written twice.
 func TestProgressLive(t *testing.T) {
 	t.Parallel()
-	for _, cb := range combos(t) {
-		if cb.client.Path != cb.server.Path {
-			continue
+	var same []combo // each git on both sides: 2.39 files, 2.55 files, 2.55 reftable
+	for _, cb := range allCombos(t) {
+		if cb.client.Path == cb.server.Path {
+			same = append(same, cb)
 		}
+	}
+	// By default 2.39 files and 2.55 reftable: each git and each backend.
+	for _, cb := range testutil.Cells(t, same, 0, 2) {
 		t.Run(cb.name(), func(t *testing.T) {
 			t.Parallel()
 			s := newServer(t, cb.server, cb.backend)
@@ -129,7 +134,7 @@ func TestProgressLive(t *testing.T) {
 // --no-progress, or --progress itself); a caller's --progress shows it without.
 func TestProgressAsked(t *testing.T) {
 	t.Parallel()
-	cur := combos(t)[4] // 2.55 on both sides, files
+	cur := allCombos(t)[4] // 2.55 on both sides, files
 	cases := []struct {
 		progress bool
 		args     []string
@@ -166,7 +171,7 @@ func TestProgressAsked(t *testing.T) {
 // final attempt's table once.
 func TestProgressEveryAttempt(t *testing.T) {
 	t.Parallel()
-	cur := combos(t)[4]
+	cur := allCombos(t)[4]
 	s := newServer(t, cur.server, cur.backend)
 	c := newClient(t, cur.client, s)
 	c.commit("a", "a")
