@@ -247,11 +247,16 @@ func (c *client) pusher(policy retry.Policy, configure func(*push.Runner)) (*pus
 	return p, r
 }
 
-// push runs a Runner for c with args.
+// push runs a Runner for c with args, ending it a minute after the policy's budget
+// (two minutes without one) if it has not ended by itself.
 func (c *client) push(policy retry.Policy, configure func(*push.Runner), args ...string) run {
 	c.t.Helper()
 	p, r := c.pusher(policy, configure)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	guard := 2 * time.Minute
+	if policy.Timeout > 0 {
+		guard = policy.Timeout + time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	res, err := p.Run(ctx, args, nil, &out, &errOut)

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
-	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/platform"
 )
 
@@ -175,7 +174,7 @@ func NewRepoOutside(t testing.TB, g Git, backend string) *Repo {
 func newRepo(t testing.TB, g Git, backend string, outside bool) *Repo {
 	t.Helper()
 	root := t.TempDir()
-	r := &Repo{t: t, Git: g, Dir: filepath.Join(root, "repo"), Env: hermetic.Env(os.Environ(), root), Backend: backend}
+	r := &Repo{t: t, Git: g, Dir: filepath.Join(root, "repo"), Env: NoMaintenanceEnv(t, root), Backend: backend}
 	r.GitDir = filepath.Join(r.Dir, ".git")
 	args := []string{"init", "-q", "-b", "main"}
 	if backend == "reftable" {
