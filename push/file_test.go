@@ -48,13 +48,7 @@ func TestLockReleased(t *testing.T) {
 			defer release()
 			r := c.push(smallPolicy(10), func(p *push.Runner) {
 				p.NoAtomic = noAtomic
-				record := p.OnAttempt
-				p.OnAttempt = func(a retry.Attempt) {
-					record(a)
-					if a.Number == 2 {
-						release()
-					}
-				}
+				afterAttempt(p, 2, release)
 			}, "--porcelain", "origin", "main", "main:refs/heads/x")
 			if r.code != 0 || r.err != nil {
 				t.Fatalf("exit %d, err %v\nstdout:\n%s\nstderr:\n%s", r.code, r.err, r.stdout, r.stderr)

@@ -15,7 +15,6 @@ import (
 	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/push"
-	"github.com/refretry/refretry/retry"
 )
 
 // A real forge: Gitea 1.26 (internal/harness/gitea), whose hooks and policies stand between
@@ -142,13 +141,7 @@ func TestGitea(t *testing.T) {
 		defer release()
 		r := c.push(smallPolicy(0), func(p *push.Runner) {
 			p.Clock = nil
-			record := p.OnAttempt
-			p.OnAttempt = func(a retry.Attempt) {
-				record(a)
-				if a.Number == 2 {
-					release()
-				}
-			}
+			afterAttempt(p, 2, release)
 		}, "origin", "HEAD:refs/heads/lk")
 		if r.code != 0 || len(r.classes()) < 3 || r.classes()[0] != failure.LockContention {
 			t.Fatalf("exit %d, attempts %v, want lock contention, then success once released\n%s", r.code, r.classes(), r.stderr)

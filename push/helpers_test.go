@@ -247,6 +247,18 @@ func (c *client) pusher(policy retry.Policy, configure func(*push.Runner)) (*pus
 	return p, r
 }
 
+// afterAttempt makes p run f when its attempt number n has ended, after recording the
+// attempt as before.
+func afterAttempt(p *push.Runner, n int, f func()) {
+	record := p.OnAttempt
+	p.OnAttempt = func(a retry.Attempt) {
+		record(a)
+		if a.Number == n {
+			f()
+		}
+	}
+}
+
 // push runs a Runner for c with args, ending it a minute after the policy's budget
 // (two minutes without one) if it has not ended by itself.
 func (c *client) push(policy retry.Policy, configure func(*push.Runner), args ...string) run {

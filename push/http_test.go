@@ -14,7 +14,6 @@ import (
 	"github.com/refretry/refretry/internal/harness/gitserver"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/push"
-	"github.com/refretry/refretry/retry"
 )
 
 // httpServer serves the server's repository over smart HTTP: the real git
@@ -197,13 +196,7 @@ func TestHTTPDropAfterApply(t *testing.T) {
 			c.run("tag", "-a", "-m", "build", "v1")
 			postsAfterFirst := -1
 			r := c.push(smallPolicy(4), func(p *push.Runner) {
-				record := p.OnAttempt
-				p.OnAttempt = func(a retry.Attempt) {
-					record(a)
-					if a.Number == 1 {
-						postsAfterFirst = -srv.ReceivePacks()
-					}
-				}
+				afterAttempt(p, 1, func() { postsAfterFirst = -srv.ReceivePacks() })
 			}, "--porcelain", "--force-with-lease=main:"+base, "origin", "main", "v1")
 			postsAfterFirst += srv.ReceivePacks()
 			if r.code != 0 || r.err != nil {
