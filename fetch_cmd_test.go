@@ -76,10 +76,9 @@ func TestFetchNamesFetch(t *testing.T) {
 		{"json", []string{"--log-format=json"}, nil, []string{`"msg":"attempt"`, `"command":"fetch","result":"gave-up"`}},
 		{"github", nil, []string{"GITHUB_ACTIONS=true"}, []string{"::group::refretry: fetch, operation ", "::error title=refretry%3A fetch gave-up::refretry: fetch gave up after 2 attempts"}},
 	}
-	// The lock is held for good: git's own wait for it in each attempt (refretry's
-	// reftable.lockTimeout, through GIT_CONFIG_COUNT) would only add seconds, so a
-	// command-line setting, which git prefers, makes it 0 here too.
-	noWait := "GIT_CONFIG_PARAMETERS='reftable.locktimeout'='0'"
+	// The lock is held for good: git's own wait for it in each attempt would only add
+	// seconds.
+	noWait := testutil.NoLockWaitEnv
 	for _, f := range formats {
 		args := append(append(f.args, "--max-attempts=2", "--initial-delay=1ms"), "fetch", "origin")
 		got := pushRun(t, c, append(f.env, noWait), "refretry", args...)

@@ -191,11 +191,11 @@ func hold(t testing.TB, path string) func() {
 	return func() { once.Do(func() { os.Remove(path) }) }
 }
 
-// noLockWait turns git's own wait for a held lock off (refretry gives git 1 s an
-// attempt; a command line's -c wins), so that a lock held on purpose fails the
-// attempt at once: what the tests check is what refretry does next, not git's wait.
+// noLockWait turns git's own wait for a held lock off (testutil.NoLockWaitEnv), so that
+// a lock held on purpose fails the attempt at once: what the tests check is what
+// refretry does next, not git's wait.
 func noLockWait(r *fetch.Runner) {
-	r.Env = append(slices.Clone(r.Env), "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0' 'reftable.locktimeout'='0'")
+	r.Env = append(slices.Clone(r.Env), testutil.NoLockWaitEnv)
 }
 
 // result is one Run.

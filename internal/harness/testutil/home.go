@@ -23,3 +23,9 @@ func NoMaintenanceEnv(t testing.TB, root string) []string {
 	}
 	return hermetic.Env(os.Environ(), root)
 }
+
+// NoLockWaitEnv turns git's own wait for a held lock off, on both backends, for a test
+// that holds one on purpose and checks what refretry does after the failed attempt:
+// refretry gives git a 1 s wait through GIT_CONFIG_COUNT, and git prefers a
+// command-line setting (GIT_CONFIG_PARAMETERS) to it.
+const NoLockWaitEnv = "GIT_CONFIG_PARAMETERS='core.filesreflocktimeout'='0' 'reftable.locktimeout'='0'"
