@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
@@ -206,7 +205,7 @@ func newGatherFixture(t *testing.T, g testutil.Git) *gatherFixture {
 	t.Helper()
 	root := t.TempDir()
 	f := &gatherFixture{t: t, g: g, root: root, remote: filepath.Join(root, "r.git"), seed: filepath.Join(root, "seed"),
-		env: hermetic.Env(os.Environ(), root)}
+		env: testutil.NoMaintenanceEnv(t, root)}
 	f.url = "file://" + f.remote
 	f.git(root, "init", "-q", "--bare", "-b", "main", f.remote)
 	f.git(root, "init", "-q", "-b", "main", f.seed)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/harness/capture"
 	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
-	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
@@ -43,9 +41,9 @@ type fetchRepos struct {
 func newFetchRepos(t *testing.T, bin string, g testutil.Git, backend string) *fetchRepos {
 	t.Helper()
 	root, builtIn, b := fetchStarts.Copy(t, g.Name()+"/"+backend, func(t testing.TB, root string) string {
-		return fetchReposAt(g, backend, root).build(t)
+		return fetchReposAt(t, g, backend, root).build(t)
 	})
-	f := fetchReposAt(g, backend, root)
+	f := fetchReposAt(t, g, backend, root)
 	f.B = b
 	testutil.Relocate(t, filepath.Join(f.clone, ".git", "config"), builtIn, root)
 	f.fake = fakegittest.New(t, bin, g.Path)
@@ -57,8 +55,8 @@ func newFetchRepos(t *testing.T, bin string, g testutil.Git, backend string) *fe
 // them out: built once per test binary, copied for each test.
 var fetchStarts testutil.Starts[string]
 
-func fetchReposAt(g testutil.Git, backend, root string) *fetchRepos {
-	return &fetchRepos{git: g, backend: backend, root: root, clone: filepath.Join(root, "clone"), env: hermetic.Env(os.Environ(), root)}
+func fetchReposAt(t testing.TB, g testutil.Git, backend, root string) *fetchRepos {
+	return &fetchRepos{git: g, backend: backend, root: root, clone: filepath.Join(root, "clone"), env: testutil.NoMaintenanceEnv(t, root)}
 }
 
 // build makes the repositories under f.root and returns B.

@@ -19,7 +19,6 @@ import (
 
 	"github.com/refretry/refretry/fetch"
 	"github.com/refretry/refretry/internal/harness/gitserver"
-	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
@@ -73,7 +72,7 @@ var worlds testutil.Starts[struct{}]
 
 func worldAt(t testing.TB, c combo, root string) *world {
 	return &world{t: t, c: c, root: root, remote: filepath.Join(root, "remote.git"), clone: filepath.Join(root, "clone"),
-		env: hermetic.Env(os.Environ(), root)}
+		env: testutil.NoMaintenanceEnv(t, root)}
 }
 
 // buildWorld makes the world under root.
@@ -330,10 +329,7 @@ func TestRefDeletedDuringFetch(t *testing.T) {
 	for _, c := range combos(t) {
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, c)
-			// The auto-maintenance a fetch starts in the background would race the
-			// next round's set-up.
-			w.git(w.clone, "config", "maintenance.auto", "false")
+			w := newWorld(t, c) // its home starts no auto-maintenance, which would race the next round's set-up
 			head := w.git(w.clone, "rev-parse", "HEAD")
 			doomed := testutil.Scale(t, 40, 100)
 			possible := c.git.AtLeast(2, 55) && c.backend == "files"

@@ -15,7 +15,6 @@ import (
 
 	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
-	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/sharedclock"
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/retry"
@@ -40,7 +39,7 @@ func newRemote(t *testing.T, g testutil.Git, files map[string]string) *remote {
 		buildRemote(t, g, files, dir)
 		return struct{}{}
 	})
-	r := &remote{t: t, g: g, dir: filepath.Join(root, "r.git"), env: hermetic.Env(os.Environ(), root), job: filepath.Join(root, "job", "w")}
+	r := &remote{t: t, g: g, dir: filepath.Join(root, "r.git"), env: testutil.NoMaintenanceEnv(t, root), job: filepath.Join(root, "job", "w")}
 	testutil.Relocate(t, filepath.Join(r.job, ".git", "config"), builtIn, root)
 	return r
 }
@@ -53,7 +52,7 @@ var remotes testutil.Starts[struct{}]
 // of main, detached.
 func buildRemote(t testing.TB, g testutil.Git, files map[string]string, root string) {
 	t.Helper()
-	dir, env := filepath.Join(root, "r.git"), hermetic.Env(os.Environ(), root)
+	dir, env := filepath.Join(root, "r.git"), testutil.NoMaintenanceEnv(t, root)
 	run(t, g, root, env, "init", "-q", "--bare", "-b", "main", dir)
 	seed := filepath.Join(root, "seed")
 	run(t, g, root, env, "init", "-q", "-b", "main", seed)
@@ -69,7 +68,7 @@ func buildRemote(t testing.TB, g testutil.Git, files map[string]string, root str
 	if err := os.Mkdir(jobRoot, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w, jobEnv := filepath.Join(jobRoot, "w"), hermetic.Env(os.Environ(), jobRoot)
+	w, jobEnv := filepath.Join(jobRoot, "w"), testutil.NoMaintenanceEnv(t, jobRoot)
 	run(t, g, jobRoot, jobEnv, "clone", "-q", "--depth=1", "--branch=main", "file://"+dir, w)
 	run(t, g, w, jobEnv, "checkout", "-q", "--detach")
 }
@@ -98,7 +97,7 @@ type job struct {
 func newJob(t *testing.T, r *remote, name string, files map[string]string) job {
 	t.Helper()
 	root := t.TempDir()
-	j := job{dir: filepath.Join(root, "w"), env: hermetic.Env(os.Environ(), root)}
+	j := job{dir: filepath.Join(root, "w"), env: testutil.NoMaintenanceEnv(t, root)}
 	if err := os.CopyFS(j.dir, os.DirFS(r.job)); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/gitserver"
-	"github.com/refretry/refretry/internal/harness/hermetic"
 	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
@@ -31,7 +30,7 @@ func newRemote(t testing.TB, g testutil.Git, backend string) *remote {
 
 // remoteAt is the remote whose root is root (made by initRemote, or a copy of one).
 func remoteAt(t testing.TB, g testutil.Git, backend, root string) *remote {
-	return &remote{t: t, git: g, backend: backend, root: root, dir: filepath.Join(root, "r.git"), env: hermetic.Env(os.Environ(), root)}
+	return &remote{t: t, git: g, backend: backend, root: root, dir: filepath.Join(root, "r.git"), env: testutil.NoMaintenanceEnv(t, root)}
 }
 
 // initRemote makes the remote's bare repository under root, an existing directory.
@@ -85,7 +84,7 @@ type work struct {
 
 // workAt is the client's repository whose root is root (made by initWork, or a copy of one).
 func workAt(t testing.TB, g testutil.Git, root string) *work {
-	return &work{t: t, git: g, dir: filepath.Join(root, "w"), env: hermetic.Env(os.Environ(), root)}
+	return &work{t: t, git: g, dir: filepath.Join(root, "w"), env: testutil.NoMaintenanceEnv(t, root)}
 }
 
 // initWork makes the client's repository under root, an existing directory, with
