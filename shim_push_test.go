@@ -45,15 +45,23 @@ func shimPushLog(t *testing.T) (path string, read func() (runs, maxAttempt int))
 	}
 }
 
-// refState is every ref of a repository (git dir) with its value, to put back.
+// refState is every ref of a repository (git dir) with its value, to put back. It
+// starts a git only when the refs may have changed since it last looked
+// (testutil.RefsRead).
 func refState(r *testutil.Repo, gitDir string) string {
-	return r.Run("--git-dir="+gitDir, "for-each-ref", "--format=%(refname) %(objectname)")
+	return testutil.RefsRead("refState", gitDir, "", func() string {
+		return r.Run("--git-dir="+gitDir, "for-each-ref", "--format=%(refname) %(objectname)")
+	})
 }
 
 // restoreRefs puts the refs of gitDir back to state: each listed ref to its value,
-// any other ref deleted.
+// any other ref deleted. Refs already as state are left alone.
 func restoreRefs(t *testing.T, r *testutil.Repo, gitDir, state string) {
 	t.Helper()
+	now := refState(r, gitDir)
+	if now == state {
+		return
+	}
 	want := map[string]string{}
 	var b strings.Builder
 	for line := range strings.Lines(state) {
@@ -61,7 +69,7 @@ func restoreRefs(t *testing.T, r *testutil.Repo, gitDir, state string) {
 		want[name] = oid
 		fmt.Fprintf(&b, "update %s %s\n", name, oid)
 	}
-	for line := range strings.Lines(refState(r, gitDir)) {
+	for line := range strings.Lines(now) {
 		if name, _, _ := strings.Cut(strings.TrimSpace(line), " "); want[name] == "" {
 			fmt.Fprintf(&b, "delete %s\n", name)
 		}

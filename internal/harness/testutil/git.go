@@ -225,11 +225,14 @@ func (r *Repo) NewCommit(msg string) string {
 	return r.Run("rev-parse", "HEAD")
 }
 
-// Refs returns every ref under prefix with its value.
+// Refs returns every ref under prefix with its value. It starts a git only when the
+// ref store has changed since the last call (RefsRead).
 func (r *Repo) Refs(prefix string) map[string]string {
 	r.t.Helper()
 	refs := map[string]string{}
-	out := r.Run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+	out := RefsRead("Refs "+prefix, r.GitDir, r.Store, func() string {
+		return r.Run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+	})
 	for _, line := range strings.Split(out, "\n") {
 		if name, oid, ok := strings.Cut(line, " "); ok {
 			refs[name] = oid
