@@ -4,13 +4,16 @@
 //
 // The contract:
 //
-//   - Start runs the given git's own `git http-backend` as a CGI program (net/http/cgi)
-//     behind an HTTP/1.1 server on a loopback address. Every repository under root is
-//     served (GIT_PROJECT_ROOT=root, GIT_HTTP_EXPORT_ALL=1); URL(repo) names one. A
-//     repository that is not there gets http-backend's own 404.
-//   - http-backend runs with GIT_CONFIG_NOSYSTEM=1 and whatever Options.Env adds; it
-//     inherits PATH (and the few variables net/http/cgi always passes on), nothing else
-//     of this process's environment.
+//   - Start runs the given git's own http-backend as a CGI program (net/http/cgi)
+//     behind an HTTP/1.1 server on a loopback address: git-http-backend from the git's
+//     exec path, started as `git http-backend` would start it, without the git between.
+//     Every repository under root is served (GIT_PROJECT_ROOT=root,
+//     GIT_HTTP_EXPORT_ALL=1); URL(repo) names one. A repository that is not there gets
+//     http-backend's own 404.
+//   - http-backend runs with GIT_CONFIG_NOSYSTEM=1 and whatever Options.Env adds; its
+//     PATH is the git's exec path, as git sets it for the commands it runs, and then
+//     Options.Env's PATH or this process's. It inherits the few variables net/http/cgi
+//     always passes on, and nothing else of this process's environment.
 //   - Faults are injected deterministically, by the number n of the request (1 for the
 //     first request the server receives; every request counts, whatever happened to
 //     it). The first After requests are spared; for the others, with m = n - After,
@@ -134,6 +137,8 @@ import (
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -268,6 +273,36 @@ type Server struct {
 	closed   sync.Once
 }
 
+// gitExecPath is git's exec path (`git --exec-path`), asked once per git binary. The
+// server runs git-http-backend from there itself: `git http-backend` would be one more
+// process started for every request.
+func gitExecPath(gitPath string) (string, error) {
+	if p, ok := execPaths.Load(gitPath); ok {
+		return p.(string), nil
+	}
+	out, err := exec.Command(gitPath, "--exec-path").Output()
+	if err != nil {
+		return "", fmt.Errorf("gitserver: %s --exec-path: %w", gitPath, err)
+	}
+	p := strings.TrimSpace(string(out))
+	execPaths.Store(gitPath, p)
+	return p, nil
+}
+
+var execPaths sync.Map
+
+// lastPath is the PATH env gives (its last PATH entry wins, as in cgi.Handler's
+// environment), else this process's.
+func lastPath(env []string) string {
+	path := os.Getenv("PATH")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	return path
+}
+
 // Start serves the bare repositories under root with the git binary at gitPath (whose
 // exec path must hold git-http-backend, as every git build does).
 func Start(gitPath, root string, opts Options) (*Server, error) {
@@ -309,13 +344,20 @@ func Start(gitPath, root string, opts Options) (*Server, error) {
 	if stderr == nil {
 		stderr = io.Discard
 	}
+	execPath, err := gitExecPath(gitPath)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	env = append(env, opts.Env...)
 	s := &Server{
 		opts: opts,
 		cgi: cgi.Handler{
-			Path:   gitPath,
-			Args:   []string{"http-backend"},
-			Dir:    root,
-			Env:    append(env, opts.Env...),
+			Path: filepath.Join(execPath, "git-http-backend"),
+			Dir:  root,
+			// What git puts first on PATH for the commands it runs, so that
+			// http-backend's own `git upload-pack` or `receive-pack` is this git's.
+			Env:    append(env, "PATH="+execPath+string(filepath.ListSeparator)+lastPath(env)),
 			Stderr: stderr,
 		},
 		closing: make(chan struct{}),
