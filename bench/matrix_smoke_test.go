@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
 // TestMain lets this test binary act as the start gate, as the bench
@@ -19,9 +22,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestMatrixSmoke runs the matrix phase with 3 jobs against the HTTP server,
-// with plain git and refretry push --rebase, in every mode, and checks what
-// landed. It asserts outcomes, never times.
+// TestMatrixSmoke runs the matrix phase with 2 jobs (3 at the stress size)
+// against the HTTP server, with plain git and refretry push --rebase, in every
+// mode, and checks what landed. It asserts outcomes, never times.
 func TestMatrixSmoke(t *testing.T) {
 	git := smokeGit(t)
 	bin := filepath.Join(t.TempDir(), "refretry")
@@ -32,9 +35,10 @@ func TestMatrixSmoke(t *testing.T) {
 		t.Fatalf("building refretry: %v\n%s", err, out)
 	}
 
+	jobs := testutil.Scale(t, 2, 3)
 	cfg := config{git: git, refretry: bin, trials: 1, timeout: 2 * time.Minute, charts: t.TempDir()}
 	cfg.matrix = matrixConfig{
-		jobs: intList{3}, modes: matrixModeNames(), methods: nameList{"git", "rebase"}, servers: nameList{"http"},
+		jobs: intList{jobs}, modes: matrixModeNames(), methods: nameList{"git", "rebase"}, servers: nameList{"http"},
 		checkout: "detached", pushTimeout: time.Minute, jobTimeout: 2 * time.Minute,
 	}
 	rep := smokePhase(t, cfg)
@@ -43,14 +47,14 @@ func TestMatrixSmoke(t *testing.T) {
 	}
 	trials := rep.servers[0].trials
 	for _, mode := range matrixModes {
-		plain := trials[matrixKey{mode.name, "git", 3}]
-		rebase := trials[matrixKey{mode.name, "rebase", 3}]
+		plain := trials[matrixKey{mode.name, "git", jobs}]
+		rebase := trials[matrixKey{mode.name, "rebase", jobs}]
 		if len(plain) != 1 || len(rebase) != 1 {
 			t.Fatalf("%s: %d git and %d rebase trials, want 1 each", mode.name, len(plain), len(rebase))
 		}
 		for name, res := range map[string]matrixResult{"git": plain[0], "rebase": rebase[0]} {
 			c := res.check
-			if c.okLost != 0 || c.dup != 0 || c.once+c.lost != 3 || c.once != res.landed {
+			if c.okLost != 0 || c.dup != 0 || c.once+c.lost != jobs || c.once != res.landed {
 				t.Errorf("%s, %s: %d exited 0, results %+v", mode.name, name, res.landed, c)
 			}
 			if res.pushes < res.landed || res.wall <= 0 || res.clientCPU <= 0 {
@@ -63,13 +67,13 @@ func TestMatrixSmoke(t *testing.T) {
 			t.Errorf("%s: %d plain pushes landed, want 1", mode.name, plain[0].landed)
 		}
 		if !mode.shared || mode.union {
-			if rebase[0].landed != 3 {
-				t.Errorf("%s: %d of 3 refretry --rebase jobs landed: %s", mode.name, rebase[0].landed, rebase[0].firstErr)
+			if rebase[0].landed != jobs {
+				t.Errorf("%s: %d of %d refretry --rebase jobs landed: %s", mode.name, rebase[0].landed, jobs, rebase[0].firstErr)
 			}
 		}
 	}
 	out := rep.render()
-	for _, want := range []string{"### http, union", "| 3 | rebase |", "matrix-http-union-pushes.svg"} {
+	for _, want := range []string{"### http, union", fmt.Sprintf("| %d | rebase |", jobs), "matrix-http-union-pushes.svg"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
@@ -77,14 +81,15 @@ func TestMatrixSmoke(t *testing.T) {
 }
 
 // TestMatrixLatencySmoke runs the matrix phase under the forge latency model
-// with 3 jobs of plain git and the floor: the server is the delayed one, each
+// with 2 jobs (3 at the stress size) of plain git and the floor: the server is the delayed one, each
 // job's push makes its info/refs request besides any POST, what lands is what
 // lands without the delay, and the report names the round trip. It asserts
 // counts, never times.
 func TestMatrixLatencySmoke(t *testing.T) {
+	jobs := testutil.Scale(t, 2, 3)
 	cfg := config{git: smokeGit(t), trials: 1, timeout: 2 * time.Minute}
 	cfg.matrix = matrixConfig{
-		jobs: intList{3}, modes: nameList{"files"}, methods: nameList{"git", "floor"}, servers: nameList{"http"},
+		jobs: intList{jobs}, modes: nameList{"files"}, methods: nameList{"git", "floor"}, servers: nameList{"http"},
 		checkout: "branch", pushTimeout: time.Minute, jobTimeout: 2 * time.Minute, rtt: durationList{20 * time.Millisecond},
 	}
 	rep := smokePhase(t, cfg)
@@ -92,22 +97,22 @@ func TestMatrixLatencySmoke(t *testing.T) {
 		t.Fatalf("servers %+v", rep.servers)
 	}
 	for _, name := range []string{"git", "floor"} {
-		trials := rep.servers[0].trials[matrixKey{"files", name, 3}]
+		trials := rep.servers[0].trials[matrixKey{"files", name, jobs}]
 		if len(trials) != 1 {
 			t.Fatalf("%s: %d trials, want 1", name, len(trials))
 		}
 		res := trials[0]
 		// A plain push that sees the others' commit in its advertisement is refused
 		// before it POSTs; every job makes its info/refs GET.
-		if res.pushes < 1 || res.pushes > 3 || (name == "floor" && res.pushes != 3) || res.requests < 3+res.pushes {
+		if res.pushes < 1 || res.pushes > jobs || (name == "floor" && res.pushes != jobs) || res.requests < jobs+res.pushes {
 			t.Errorf("%s: %d pushes, %d requests; want a GET for each job besides the POSTs", name, res.pushes, res.requests)
 		}
-		if want := map[string]int{"git": 1, "floor": 3}[name]; res.landed != want || res.check.once != want {
+		if want := map[string]int{"git": 1, "floor": jobs}[name]; res.landed != want || res.check.once != want {
 			t.Errorf("%s: %d exited 0, %d results once; want %d", name, res.landed, res.check.once, want)
 		}
 	}
 	out := rep.render()
-	for _, want := range []string{"### http-rtt20ms, files", "every HTTP request to it delayed by a 20ms round trip", "| 3 | floor |"} {
+	for _, want := range []string{"### http-rtt20ms, files", "every HTTP request to it delayed by a 20ms round trip", fmt.Sprintf("| %d | floor |", jobs)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
