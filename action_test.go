@@ -546,6 +546,8 @@ func TestActionInputs(t *testing.T) {
 
 // TestActionInjection gives every input text that a shell would run if it were
 // interpolated into a script: none of it may run, and what reaches git is the text.
+// At the stress size every text goes into every input; by default each text goes into
+// two inputs and the -m reason, every input getting at least one text (testutil.Cells).
 func TestActionInjection(t *testing.T) {
 	t.Parallel()
 	a := loadAction(t)
@@ -563,7 +565,7 @@ func TestActionInjection(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
 			je, r := newActionEnv(t, true)
-			for _, inputs := range []map[string]string{
+			all := []map[string]string{
 				{"args": "refs/ci/x " + v},
 				{"args": v},
 				{"stdin": v},
@@ -575,7 +577,9 @@ func TestActionInjection(t *testing.T) {
 				{"version": v},
 				// One argument a line: the -m reason is the text, verbatim.
 				{"args": "-m\n" + strings.TrimRight(v, "\n") + "\nrefs/heads/msg" + fmt.Sprint(i) + "\n" + r.Commit},
-			} {
+			}
+			reason := len(all) - 1 // the reflog below reads what it wrote
+			for _, inputs := range testutil.Cells(t, all, i%reason, (i+reason-1)%reason, reason) {
 				runAction(t, a, je, inputs)
 				steps, _ := filepath.Glob(filepath.Join(je.temp, "step*"))
 				for _, dir := range append(steps, je.workspace, je.temp) {
