@@ -196,71 +196,80 @@ func runJob(dir string, env []string, script string) result {
 // rebase). With REFRETRY_PUSH_REBASE=1 every job exits 0, every commit lands once,
 // and each job's branch is its pushed commit, on the remote's branch; without it,
 // exactly one job lands and every other gets git's own rejection and exit code 1.
+// At the default size each git and backend of backends runs one of the two
+// (testutil.Cells); the stress size runs both on each.
 func TestShimPushAutoCommit(t *testing.T) {
 	t.Parallel()
+	type cell struct {
+		bc    backendCase
+		optIn bool
+	}
+	var cells []cell
 	for _, bc := range backends(t) {
-		for _, optIn := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/%s/push-rebase=%v", bc.git.Name(), bc.backend, optIn), func(t *testing.T) {
-				t.Parallel()
-				seed := testutil.NewRepo(t, bc.git, bc.backend)
-				remote := filepath.Join(t.TempDir(), "remote.git")
-				initArgs := []string{"init", "-q", "--bare", "-b", "main"}
-				if bc.backend == "reftable" {
-					initArgs = append(initArgs, "--ref-format=reftable")
-				}
-				seed.Run(append(initArgs, remote)...)
-				seed.Run("push", "-q", "file://"+remote, "main:results")
-				jobs := testutil.Scale(t, 4, 6)
-				shimGit, env := shimSetup(t, seed)
-				if optIn {
-					env = append(env, "REFRETRY_PUSH_REBASE=1")
-				}
-				dirs := make([]string, jobs)
-				for j := range jobs {
-					dirs[j] = filepath.Join(t.TempDir(), "job")
-					seed.Run("clone", "-q", "-b", "results", "file://"+remote, dirs[j])
-				}
-				results := make([]result, jobs)
-				var wg sync.WaitGroup
-				for j := range jobs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						results[j] = runJob(dirs[j], append(env[:len(env):len(env)], fmt.Sprintf("JOB=%d", j)), autoCommitJob) // a copy each: the goroutines must not share its spare capacity
-					}()
-				}
-				wg.Wait()
-				if got := runCmd(t, dirs[0], env, "", "bash", "-c", "command -v git"); strings.TrimSpace(got.stdout) != shimGit {
-					t.Fatalf("the jobs' git is %q, not the shim %s", got.stdout, shimGit)
-				}
-				log := seed.Run("--git-dir="+remote, "log", "--format=%s", "results")
-				landed := 0
-				for j, res := range results {
-					n := strings.Count(log+"\n", fmt.Sprintf("job %d\n", j))
-					landed += n
-					switch {
-					case n > 1:
-						t.Errorf("job %d's commit landed %d times:\n%s", j, n, log)
-					case optIn && (res.code != 0 || n != 1):
-						t.Errorf("job %d: exit %d, landed %d times\n%s", j, res.code, n, res.stderr)
-					case optIn:
-						head := seed.Run("-C", dirs[j], "rev-parse", "HEAD")
-						branch := seed.Run("-C", dirs[j], "symbolic-ref", "HEAD")
-						subject := seed.Run("-C", dirs[j], "log", "-1", "--format=%s")
-						seed.Run("--git-dir="+remote, "merge-base", "--is-ancestor", head, "results")
-						if branch != "refs/heads/results" || subject != fmt.Sprintf("job %d", j) {
-							t.Errorf("job %d: HEAD is %s on %s (%q), want its commit on refs/heads/results", j, head, branch, subject)
-						}
-					case res.code == 0 && n != 1:
-						t.Errorf("job %d exited 0, its commit is not on the branch:\n%s%s", j, res.stdout, res.stderr)
-					case res.code != 0 && (res.code != 1 || n != 0 || !gitRejection.MatchString(res.stderr)):
-						t.Errorf("job %d: exit %d, landed %d times, want git's rejection and exit 1:\n%s", j, res.code, n, res.stderr)
+		cells = append(cells, cell{bc, true}, cell{bc, false})
+	}
+	for _, c := range testutil.Cells(t, cells, 0, 3) {
+		bc, optIn := c.bc, c.optIn
+		t.Run(fmt.Sprintf("%s/%s/push-rebase=%v", bc.git.Name(), bc.backend, optIn), func(t *testing.T) {
+			t.Parallel()
+			seed := testutil.NewRepo(t, bc.git, bc.backend)
+			remote := filepath.Join(t.TempDir(), "remote.git")
+			initArgs := []string{"init", "-q", "--bare", "-b", "main"}
+			if bc.backend == "reftable" {
+				initArgs = append(initArgs, "--ref-format=reftable")
+			}
+			seed.Run(append(initArgs, remote)...)
+			seed.Run("push", "-q", "file://"+remote, "main:results")
+			jobs := testutil.Scale(t, 4, 6)
+			shimGit, env := shimSetup(t, seed)
+			if optIn {
+				env = append(env, "REFRETRY_PUSH_REBASE=1")
+			}
+			dirs := make([]string, jobs)
+			for j := range jobs {
+				dirs[j] = filepath.Join(t.TempDir(), "job")
+				seed.Run("clone", "-q", "-b", "results", "file://"+remote, dirs[j])
+			}
+			results := make([]result, jobs)
+			var wg sync.WaitGroup
+			for j := range jobs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[j] = runJob(dirs[j], append(env[:len(env):len(env)], fmt.Sprintf("JOB=%d", j)), autoCommitJob) // a copy each: the goroutines must not share its spare capacity
+				}()
+			}
+			wg.Wait()
+			if got := runCmd(t, dirs[0], env, "", "bash", "-c", "command -v git"); strings.TrimSpace(got.stdout) != shimGit {
+				t.Fatalf("the jobs' git is %q, not the shim %s", got.stdout, shimGit)
+			}
+			log := seed.Run("--git-dir="+remote, "log", "--format=%s", "results")
+			landed := 0
+			for j, res := range results {
+				n := strings.Count(log+"\n", fmt.Sprintf("job %d\n", j))
+				landed += n
+				switch {
+				case n > 1:
+					t.Errorf("job %d's commit landed %d times:\n%s", j, n, log)
+				case optIn && (res.code != 0 || n != 1):
+					t.Errorf("job %d: exit %d, landed %d times\n%s", j, res.code, n, res.stderr)
+				case optIn:
+					head := seed.Run("-C", dirs[j], "rev-parse", "HEAD")
+					branch := seed.Run("-C", dirs[j], "symbolic-ref", "HEAD")
+					subject := seed.Run("-C", dirs[j], "log", "-1", "--format=%s")
+					seed.Run("--git-dir="+remote, "merge-base", "--is-ancestor", head, "results")
+					if branch != "refs/heads/results" || subject != fmt.Sprintf("job %d", j) {
+						t.Errorf("job %d: HEAD is %s on %s (%q), want its commit on refs/heads/results", j, head, branch, subject)
 					}
+				case res.code == 0 && n != 1:
+					t.Errorf("job %d exited 0, its commit is not on the branch:\n%s%s", j, res.stdout, res.stderr)
+				case res.code != 0 && (res.code != 1 || n != 0 || !gitRejection.MatchString(res.stderr)):
+					t.Errorf("job %d: exit %d, landed %d times, want git's rejection and exit 1:\n%s", j, res.code, n, res.stderr)
 				}
-				if want := map[bool]int{true: jobs, false: 1}[optIn]; landed != want {
-					t.Errorf("%d commits landed, want %d:\n%s", landed, want, log)
-				}
-			})
-		}
+			}
+			if want := map[bool]int{true: jobs, false: 1}[optIn]; landed != want {
+				t.Errorf("%d commits landed, want %d:\n%s", landed, want, log)
+			}
+		})
 	}
 }
