@@ -6,7 +6,8 @@
 #        scripts/get-git.sh --source DIR
 #   With --source, it leaves git's source tree in DIR instead, built (with the same
 #   flags, not installed) so that git's own test suite can run there, and prints DIR
-#   (scripts/git-suite.sh).
+#   (scripts/git-suite.sh). The build for the cache is itself made in a source tree kept
+#   beside the prefix, git-2.55.0-src, which --source with that DIR then finds built.
 #
 # Idempotent: when the cached build exists and works it does nothing else and prints only
 # the path. Loud on failure: any step that fails stops the script with a non-zero exit
@@ -108,13 +109,26 @@ if [ -n "$source_dir" ]; then
 	exit 0
 fi
 
-# 4. Build and install into the cache prefix.
-rm -f "$stamp" # an interrupted build must not look finished
+# 4. Build and install into the cache prefix. The build is made in a source tree kept
+# beside the prefix (git-<version>-src), where `--source` finds it built: git's own
+# test suite (scripts/git-suite.sh) then runs without a second build of the same
+# source, which on a fresh 2-core machine took as long again. A directory of that name
+# that this script did not make is left alone, and the build is made in a temporary one.
+tree="$(dirname "$prefix")/git-${version}-src"
+if [ ! -e "$tree" ] || [ -z "$(ls -A "$tree")" ] || [ -f "$tree/.refretry-source" ]; then
+	rm -rf "$tree"
+	mkdir -p "$(dirname "$tree")"
+	mv "$srcdir" "$tree"
+	: >"$tree/.refretry-source"
+	srcdir=$tree
+fi
+rm -f "$stamp" "$srcdir/.refretry-build-flags" # an interrupted build must not look finished
 mkdir -p "$prefix"
 # shellcheck disable=SC2086 # $flags is a list of make variables
 make -C "$srcdir" -j"$(nproc)" prefix="$prefix" $flags \
 	install >"$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; die "building git failed"; }
 printf '%s\n' "$flags" >"$stamp"
+printf '%s\n' "$flags" >"$srcdir/.refretry-build-flags"
 
 # 5. Check.
 works || die "the built git at $git does not create reftable repositories"

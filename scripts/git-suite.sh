@@ -12,8 +12,9 @@
 # How many update-ref, fetch and push runs refretry made is printed from its log file (REFRETRY_LOG_FILE),
 # with the attempts that were retries, so a run that bypassed refretry shows.
 #
-# It builds git's source tree once (scripts/get-git.sh --source, kept in the cache next
-# to the installed git) and takes about 25 minutes on 2 cores. Exit 1 if any test fails.
+# It runs in git's source tree kept in the cache next to the installed git, which
+# scripts/get-git.sh builds the installed git in (get-git.sh --source builds it when it
+# is not there), and takes about 25 minutes on 2 cores. Exit 1 if any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
