@@ -13,13 +13,14 @@ import (
 // it ("" otherwise). read runs again only when the files git reads refs from have
 // changed since it last ran under the same key and git directory; otherwise its last
 // output is returned, without starting a git. Tests that check after every case that no
-// ref moved read the same refs hundreds of times, and each git costs about 15 ms of CPU
-// on the 2-core machine (docs/testing.md).
+// ref moved read the same refs hundreds of times, and on the 2-core machine what tier 1
+// spends is mostly processes started (docs/testing.md).
 //
 // Those files are the loose refs and packed-refs (files), or reftable's tables.list,
 // which names every table and changes with each commit, the tables themselves never
-// being rewritten (reftable); and the config, which names the backend; and HEAD. Equal contents
-// hold the same refs. A store of more than storeFilesMax files is not read: read runs.
+// being rewritten (reftable); the config, which names the backend; and HEAD. Equal
+// contents hold the same refs. A store of more than storeFilesMax files is not read:
+// read runs.
 func RefsRead(key, gitDir, store string, read func() string) string {
 	snap, ok := storeSnapshot(gitDir, store)
 	if !ok {
