@@ -65,13 +65,18 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
-// gitChild waits for refretry (pid) to run git and returns git's pid, or 0 if refretry
-// exited first. A git that has exited and is not reaped yet (a zombie, which a
-// signal "reaches" without effect) is not taken: the next attempt's git is.
+// gitChild waits for refretry (pid) to run git update-ref and returns git's pid, or 0
+// if refretry exited first. A git that has exited and is not reaped yet (a zombie,
+// which a signal "reaches" without effect) is not taken: the next attempt's git is.
+// Nor is another git refretry runs (the `git config` it reads its settings with
+// before a retry): a stress-tier round signalled one, and the batch then landed.
 func gitChild(cmd *exec.Cmd, exited <-chan struct{}) int {
 	for {
 		for _, k := range childPIDs(cmd.Process.Pid) {
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", k)); err == nil && strings.TrimSpace(string(b)) == "git" && alive(k) {
+			comm, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/comm", k))
+			args, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", k))
+			if err1 == nil && err2 == nil && strings.TrimSpace(string(comm)) == "git" &&
+				slices.Contains(strings.Split(string(args), "\x00"), "update-ref") && alive(k) {
 				return k
 			}
 		}
