@@ -144,6 +144,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/harness/latency"
 )
 
@@ -291,18 +292,6 @@ func gitExecPath(gitPath string) (string, error) {
 
 var execPaths sync.Map
 
-// lastPath is the PATH env gives (its last PATH entry wins, as in cgi.Handler's
-// environment), else this process's.
-func lastPath(env []string) string {
-	path := os.Getenv("PATH")
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	return path
-}
-
 // Start serves the bare repositories under root with the git binary at gitPath (whose
 // exec path must hold git-http-backend, as every git build does).
 func Start(gitPath, root string, opts Options) (*Server, error) {
@@ -350,6 +339,10 @@ func Start(gitPath, root string, opts Options) (*Server, error) {
 		return nil, err
 	}
 	env = append(env, opts.Env...)
+	path := gitexec.Getenv(env, "PATH") // the last entry wins, in cgi.Handler's environment too
+	if path == "" {
+		path = os.Getenv("PATH")
+	}
 	s := &Server{
 		opts: opts,
 		cgi: cgi.Handler{
@@ -357,7 +350,7 @@ func Start(gitPath, root string, opts Options) (*Server, error) {
 			Dir:  root,
 			// What git puts first on PATH for the commands it runs, so that
 			// http-backend's own `git upload-pack` or `receive-pack` is this git's.
-			Env:    append(env, "PATH="+execPath+string(filepath.ListSeparator)+lastPath(env)),
+			Env:    gitexec.Setenv(env, "PATH", execPath+string(filepath.ListSeparator)+path),
 			Stderr: stderr,
 		},
 		closing: make(chan struct{}),
