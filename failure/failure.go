@@ -41,6 +41,7 @@ const (
 	Usage          Class = "usage"           // git rejected its arguments (exit 129)
 	Rebase         Class = "rebase"          // push --rebase could not put the commits on the remote's tip (a conflict)
 	Regenerate     Class = "regenerate"      // push --regenerate's command failed
+	Signing        Class = "signing"         // a commit push had to sign (a replay, a regeneration) could not be signed
 	Other          Class = "other"           // anything else, the unknown included
 )
 

@@ -4,7 +4,9 @@
 // written with `git commit-tree`, keeping the commit's author, author date and
 // message. Nothing in the repository changes but new objects: no ref, no index, no
 // work tree. `refretry push --rebase` replays a job's commits onto a remote's new tip
-// with it, and --gather replays every staged job's commit.
+// with it, and --gather replays every staged job's commit. A commit written here is
+// signed as `git commit` would sign it in the repository, and always when the commit
+// it replays was signed (sign.go).
 package replay
 
 import (
@@ -41,6 +43,13 @@ type Repo struct {
 	// GlobalArgs are git's global options given after the -C directories (`-c k=v`).
 	GlobalArgs []string
 	Env        []string
+	// Sign is whether every commit written is signed (see Signing); nil means read
+	// from git config at each commit written. A caller that writes many reads it once
+	// (ReadSigning).
+	Sign *Signing
+	// Note, if set, is told when a commit is signed only because its original was
+	// (commit.gpgSign is not true).
+	Note func(msg string)
 }
 
 // Keep says what of a replayed commit's identity is kept besides its author, author
@@ -155,6 +164,10 @@ type Commit struct {
 	Message           []byte
 	Tree              string   // its tree (as read; not used by CommitTree)
 	Parents           []string // its parents (as read; not used by CommitTree)
+	// ID is the name it was read by ("" for a commit of refretry's own), and
+	// Signature the kind of signature it carries: openpgp, ssh or x509, "" for none.
+	// CommitTree signs the commit it writes from one that carries a signature.
+	ID, Signature string
 }
 
 // Ident is an author or committer line: a name, an email and a date ("<seconds> <zone>").
@@ -209,9 +222,12 @@ func (r Repo) ReadCommits(ctx context.Context, revs []string) ([]Commit, error) 
 // parseCommit reads a commit object's text.
 func parseCommit(name string, text []byte) (Commit, error) {
 	header, message, _ := bytes.Cut(text, []byte("\n\n"))
-	c := Commit{Message: message}
+	c := Commit{Message: message, ID: name}
 	for _, line := range strings.Split(string(header), "\n") {
 		key, v, _ := strings.Cut(line, " ")
+		if isSignatureHeader(key) && c.Signature == "" {
+			c.Signature = signatureKind(v)
+		}
 		switch key {
 		case "tree":
 			c.Tree = v
@@ -252,7 +268,14 @@ func identEnv(env []string, role string, id Ident, withDate bool) []string {
 // author, author date and message. The committer is c's with its date when keepCommitter is set; otherwise
 // the caller's identity, or c's committer (dated now) when the caller has none
 // configured (a CI job that set an identity only for the step that committed).
+// The commit is signed when the repository signs its commits (Signing) or c carries a
+// signature; when it cannot be, nothing is written and the error is a *SignError.
 func (r Repo) CommitTree(ctx context.Context, c Commit, tree, parent string, keepCommitter bool) (string, error) {
+	sign, err := r.signing(ctx)
+	if err != nil {
+		return "", err
+	}
+	signed := sign.Always || c.Signature != ""
 	env := identEnv(r.Env, "AUTHOR", c.Author, true)
 	switch {
 	case keepCommitter:
@@ -266,16 +289,26 @@ func (r Repo) CommitTree(ctx context.Context, c Commit, tree, parent string, kee
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
+	if signed {
+		args = append(args, "-S")
+	}
 	cmd := r.Command(ctx, env, args...)
 	cmd.Stdin = bytes.NewReader(c.Message)
 	out, err := gitexec.Capture(cmd)
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if out.Code != 0 {
+	case out.Code == 1 && signed: // the signing failed; anything else exits 128
+		return "", r.signFailure(ctx, c, sign.Always, out.Stderr)
+	case out.Code != 0:
 		return "", fmt.Errorf("git commit-tree: exit %d: %s", out.Code, strings.TrimSpace(string(out.Stderr)))
 	}
-	return strings.TrimSpace(string(out.Stdout)), nil
+	oid := strings.TrimSpace(string(out.Stdout))
+	if signed && !sign.Always && r.Note != nil {
+		r.Note(fmt.Sprintf("signed %s, the replay of %s, with this repository's key: %s carries an %s signature, and commit.gpgSign is not set",
+			Short(oid), Short(c.ID), Short(c.ID), c.Signature))
+	}
+	return oid, nil
 }
 
 // addTrailer adds the line "Key: value" to message's trailers: after the last
