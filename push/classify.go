@@ -379,6 +379,25 @@ func creationAdvice(refs []RefStatus, absent map[string]bool) string {
 		"or create the ref on its own (for example through GitHub's API), then push again"
 }
 
+// SignatureRule reports whether a rule's lines (failure.Error's Policy) refuse
+// commits for their signatures: GitHub's "Commits must have verified signatures"
+// (GH006, GH013), GitLab's "Commit must be signed" ("… with a GPG key" before GitLab
+// 16), Gitea's and Forgejo's "… is protected from unverified commit …", and a hook
+// whose words speak of a signature or of signed commits.
+func SignatureRule(policy []string) bool {
+	text := strings.ToLower(strings.Join(policy, "\n"))
+	if strings.Contains(text, "unverified commit") {
+		return true
+	}
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return r < 'a' || r > 'z' }) {
+		switch w {
+		case "signed", "unsigned", "signature", "signatures":
+			return true
+		}
+	}
+	return false
+}
+
 // transportFailure looks for a transport failure in git's own stderr lines; it
 // records in e how long the server asked to wait, when it said.
 func transportFailure(stderr []byte, e *failure.Error) *TransportError {
@@ -396,6 +415,10 @@ func transportFailure(stderr []byte, e *failure.Error) *TransportError {
 // must be removed there.
 func advice(e *failure.Error) string {
 	switch {
+	case e.Class == failure.Declined && SignatureRule(e.Policy):
+		return "the remote's rules refused the push, so refretry did not retry: " + strings.Join(e.Policy, " ") +
+			" (the remote wants signed commits: sign the job's commits with commit.gpgSign, gpg.format and user.signingKey, " +
+			"and refretry signs every commit it replays the same way; docs/push.md#signed-commits)"
 	case e.Class == failure.Declined && len(e.Policy) > 0:
 		return "the remote's rules refused the push, so refretry did not retry: " + strings.Join(e.Policy, " ")
 	case e.Class == failure.Declined && workflowRefused(refReason(e)):

@@ -132,6 +132,26 @@ func TestClassifyForges(t *testing.T) {
 				"- Changes must be made through a pull request."},
 		},
 		{
+			// forges.md §1 (gh-aw#29301 and the signed-commit rule's reports): GH013's
+			// rule for signatures, followed by the commits it refused. Final, with a hint
+			// about signing.
+			name:   "GitHub GH013 signed commits",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (push declined due to repository rule violations)"),
+			stderr: "remote: error: GH013: Repository rule violations found for refs/heads/main." + pad + "\n" +
+				"remote: Review all repository rules at https://github.com/o/r/rules?ref=refs%2Fheads%2Fmain" + pad + "\n" +
+				"remote: \n" +
+				"remote: - Commits must have verified signatures." + pad + "\n" +
+				"remote:   Found 1 violation:" + pad + "\n" +
+				"remote: \n" +
+				"remote:   " + oidX + pad + "\n" +
+				"remote: \n" + ghFailed,
+			want: failure.Declined,
+			wantPolicy: []string{"GH013: Repository rule violations found for refs/heads/main.",
+				"Review all repository rules at https://github.com/o/r/rules?ref=refs%2Fheads%2Fmain",
+				"- Commits must have verified signatures.", "Found 1 violation:", oidX},
+			wantAdvice: "the remote wants signed commits",
+		},
+		{
 			// https://github.com/cli/cli/issues/13635 (a GitHub App token that holds
 			// workflows: write; a re-run succeeded) and
 			// https://github.com/aptos-labs/aptos-core/pull/17930 (a new branch, pushed
@@ -204,6 +224,29 @@ func TestClassifyForges(t *testing.T) {
 			stderr:     "remote: GitLab: You are not allowed to push code to protected branches on this project." + pad + "\n" + ghFailed,
 			want:       failure.Declined,
 			wantPolicy: []string{"GitLab: You are not allowed to push code to protected branches on this project."},
+		},
+		{
+			// Users' reports of GitLab's push rule "Reject unsigned commits" (its wording
+			// before GitLab 16; later "Commit must be signed").
+			name:       "GitLab unsigned commit",
+			stdout:     ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (pre-receive hook declined)"),
+			stderr:     "remote: GitLab: Commit must be signed with a GPG key" + pad + "\n" + ghFailed,
+			want:       failure.Declined,
+			wantPolicy: []string{"GitLab: Commit must be signed with a GPG key"},
+			wantAdvice: "the remote wants signed commits",
+		},
+		{
+			// Composed from Gitea's pre-receive handler (code read, not captured): a
+			// branch protected from unverified commits, in the shape of Gitea's other
+			// refusals (below).
+			name:   "Gitea unverified commit",
+			stdout: ghPorcelain("!\trefs/heads/main:refs/heads/main\t[remote rejected] (pre-receive hook declined)"),
+			stderr: "remote: \n" + "remote: error:" + pad + "\n" +
+				"remote: error: Branch main is protected from unverified commit " + oidX + pad + "\n" +
+				"remote: error:" + pad + "\n" + ghFailed,
+			want:       failure.Declined,
+			wantPolicy: []string{"Branch main is protected from unverified commit " + oidX},
+			wantAdvice: "the remote wants signed commits",
 		},
 		{
 			// Captured from Gitea 1.26 (forges.md §4): 1 winner of 16, a loser's output.
@@ -299,5 +342,30 @@ func TestCreationAdvice(t *testing.T) {
 				t.Errorf("creationAdvice = %q names no way round it", got)
 			}
 		})
+	}
+}
+
+// TestSignatureRule: a rule's lines that refuse commits for their signatures, in the
+// forges' words and a hook's, and lines that only look alike.
+func TestSignatureRule(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lines []string
+		want  bool
+	}{
+		{[]string{"GH013: Repository rule violations found for refs/heads/main.", "- Commits must have verified signatures."}, true},
+		{[]string{"GitLab: Commit must be signed with a GPG key"}, true},
+		{[]string{"GitLab: Commit must be signed"}, true},
+		{[]string{"Branch main is protected from unverified commit " + oidX}, true},
+		{[]string{"error: commit " + oidX + " on refs/heads/main is not signed by a trusted key"}, true},
+		{[]string{"rejecting UNSIGNED commits"}, true},
+		{[]string{"GH013: Repository rule violations found for refs/heads/main.", "- Changes must be made through a pull request."}, false},
+		{[]string{"Not allowed to push to protected branch main"}, false},
+		{[]string{"this branch is designed for releases; the assigned reviewers must approve"}, false},
+		{nil, false},
+	} {
+		if got := SignatureRule(tc.lines); got != tc.want {
+			t.Errorf("SignatureRule(%q) = %v, want %v", tc.lines, got, tc.want)
+		}
 	}
 }

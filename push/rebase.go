@@ -92,11 +92,15 @@ func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, 
 		r.named = r.verdict.report.Refs
 		return r.proved(a), nil
 	}
+	repo, err := r.replayer(ctx, a)
+	if err != nil {
+		return engine.Stop, err
+	}
 	if r.rebase {
 		if err := r.meet(ctx, r.env, *args, url, c.ref.To, src, onto); err != nil {
 			return engine.Stop, err
 		}
-		tip, err := r.repo().Line(ctx, src, onto)
+		tip, err := repo.Line(ctx, src, onto)
 		if err == nil {
 			if err := r.adopt(ctx, a, args, c.ref, src, tip, onto); err != nil {
 				return engine.Stop, err
@@ -105,6 +109,10 @@ func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, 
 		}
 		re := &RebaseError{From: c.ref.From, Onto: onto, Orig: src}
 		var conflict *replay.ConflictError
+		var unsigned *replay.SignError
+		if errors.As(err, &unsigned) {
+			return engine.Stop, unsigned.Failure(nothingPushed(c.ref.From, src))
+		}
 		if errors.As(err, &conflict) {
 			re.Conflict, re.Paths = true, conflict.Paths
 		} else {
@@ -115,7 +123,7 @@ func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, 
 		}
 		a.Note("rebase", re.Error()+"; running the --regenerate command instead")
 	}
-	switch done, err := r.regenerate(ctx, a, args, c.ref, src, onto); {
+	switch done, err := r.regenerate(ctx, a, repo, args, c.ref, src, onto); {
 	case err != nil:
 		return engine.Stop, err
 	case done:
@@ -123,6 +131,28 @@ func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, 
 		return engine.Done, nil
 	}
 	return engine.Retry, nil
+}
+
+// replayer is the repository the push's replays write in: whether it signs its
+// commits read once a run (a gather-sized rebase writes many), and a note when a
+// commit is signed only because its original was.
+func (r *pushRun) replayer(ctx context.Context, a *engine.Attempt) (replay.Repo, error) {
+	repo := r.repo()
+	if r.sign == nil {
+		sign, err := repo.ReadSigning(ctx)
+		if err != nil {
+			return repo, &failure.Error{Command: "push", Class: failure.Other, ExitCode: 128, Message: err.Error()}
+		}
+		r.sign = &sign
+	}
+	repo.Sign, repo.Note = r.sign, func(msg string) { a.Note("rebase", msg) }
+	return repo, nil
+}
+
+// nothingPushed is what became of a push that stopped before it pushed again: from,
+// the pushed source, is still orig.
+func nothingPushed(from, orig string) string {
+	return fmt.Sprintf("nothing was pushed (%s is still %s)", shortRef(from), replay.Short(orig))
 }
 
 // rebaseFailure is a failed rebase as the run's failure: exit 1, as git's for the

@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -54,9 +55,14 @@ func (e *RegenerateError) Error() string {
 // and commits what the command changed (tracked files, and files it created that are
 // not ignored) with src's author and message. done is true, with a note, when the
 // command changed nothing: the remote already holds the job's result.
-func (p *Runner) regenerate(ctx context.Context, a *engine.Attempt, args *Args, s RefStatus, src, onto string) (done bool, err error) {
-	g := &regeneration{p: p, s: s, src: src, onto: onto, kept: p.kept(s)}
+// The new commit is signed as repo signs (replay.Signing), and always when src was;
+// when it cannot be, that is found before anything changes.
+func (p *Runner) regenerate(ctx context.Context, a *engine.Attempt, repo replay.Repo, args *Args, s RefStatus, src, onto string) (done bool, err error) {
+	g := &regeneration{p: p, repo: repo, s: s, src: src, onto: onto, kept: p.kept(s)}
 	if err := g.check(ctx); err != nil {
+		return false, err
+	}
+	if err := g.checkSigning(ctx); err != nil {
 		return false, err
 	}
 	if err := g.reset(ctx); err != nil {
@@ -91,6 +97,8 @@ func (p *Runner) regenerate(ctx context.Context, a *engine.Attempt, args *Args, 
 // on the remote tip onto.
 type regeneration struct {
 	p         *Runner
+	repo      replay.Repo   // where the new commit is written, signing as it signs
+	info      replay.Commit // src, as read by checkSigning
 	s         RefStatus
 	src, onto string
 	kept      string // the ref that keeps src
@@ -118,6 +126,28 @@ func (g *regeneration) check(ctx context.Context) error {
 		return g.fail("--regenerate: the work tree has uncommitted changes, which resetting it would lose", []byte(dirty))
 	}
 	return nil
+}
+
+// checkSigning reads the job's commit and, when the new commit must be signed (the
+// repository signs its commits, or the job's commit carries a signature), makes sure
+// it can be: a regeneration that could not sign its commit would have reset the work
+// tree for nothing.
+func (g *regeneration) checkSigning(ctx context.Context) error {
+	info, err := g.repo.ReadCommit(ctx, g.src)
+	if err != nil {
+		return g.fail("--regenerate: "+err.Error(), nil)
+	}
+	g.info = info
+	if !g.repo.Sign.Always && info.Signature == "" {
+		return nil
+	}
+	err = g.repo.CheckSigning(ctx)
+	var se *replay.SignError
+	if errors.As(err, &se) {
+		se.Commit, se.Configured, se.Signature = g.src, g.repo.Sign.Always, info.Signature
+		return se.Failure(nothingPushed(g.s.From, g.src))
+	}
+	return err
 }
 
 // reset keeps the job's commit at its OriginalRef, unless a regeneration before this
@@ -188,12 +218,15 @@ func (g *regeneration) stage(ctx context.Context, created []string) (tree string
 // HEAD (and the branch it is on) to it.
 func (g *regeneration) commit(ctx context.Context, tree string) (string, error) {
 	p := g.p
-	info, err := p.repo().ReadCommit(ctx, g.src)
-	if err != nil {
-		return "", g.fail("--regenerate: "+err.Error(), nil)
-	}
-	commit, err := p.repo().CommitTree(ctx, info, tree, g.onto, false)
-	if err != nil {
+	commit, err := g.repo.CommitTree(ctx, g.info, tree, g.onto, false)
+	var se *replay.SignError
+	switch {
+	case errors.As(err, &se):
+		// checkSigning signed before the reset, so the key went away since: put the
+		// job's commit back, as if nothing had been tried.
+		_ = p.command(ctx, p.Env, "reset", "-q", "--hard", g.src).Run()
+		return "", se.Failure(nothingPushed(g.s.From, g.src))
+	case err != nil:
 		return "", g.fail("--regenerate: "+err.Error(), nil)
 	}
 	if b, err := p.command(ctx, p.Env, "update-ref", "-m", "refretry push --regenerate", "HEAD", commit, g.onto).CombinedOutput(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
+	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
 )
@@ -35,7 +36,10 @@ type Runner struct {
 	// pushed commits onto the remote's new tip and pushes again: from a branch, a
 	// detached HEAD or a commit given by name (rebase.go says what moves). Without it,
 	// the settings' PushRebase does the same for a push that can be rebased safely
-	// (optin.go).
+	// (optin.go). A replayed commit is signed as `git commit` would sign it in the
+	// repository (commit.gpgSign), and always when the commit it replays was signed;
+	// one that cannot be is never pushed unsigned. The same holds for Regenerate's
+	// commit.
 	Rebase bool
 	// Regenerate, when not empty, is a shell command that makes the job's commit
 	// again: on such a rejection (or when Rebase's replay conflicts) the checked-out
@@ -94,8 +98,9 @@ type Result struct {
 // once that attempt ends: the porcelain on stdout when the caller asked for it, else
 // rendered as git's human table on stderr. The error is a
 // *failure.Error (a rebase or regeneration failure is one too, its Cause a
-// *RebaseError or *RegenerateError), a *retry.ExhaustedError or *retry.ResolveError
-// wrapping one, or an error matching [failure.ErrGitNotFound].
+// *RebaseError or *RegenerateError; so is a commit it had to sign and could not, of
+// class failure.Signing), a *retry.ExhaustedError or *retry.ResolveError wrapping
+// one, or an error matching [failure.ErrGitNotFound].
 func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	r := &pushRun{Runner: p, args: ParseArgs(args), stdout: stdout, stderr: stderr, rebase: p.Rebase}
 	if r.args.Usage {
@@ -154,15 +159,16 @@ type pushRun struct {
 	attempts       int
 
 	last     gitexec.Captured
-	verdict  verdict     // the last attempt's
-	report   Report      // what the run reports
-	unsure   bool        // an attempt's outcome is unsure: it may have been applied
-	named    []RefStatus // the refs the latest attempt named, for verification
-	url      string      // the remote's URL, from the porcelain
-	verified bool        // the remote was found to hold every pushed value
-	nothing  bool        // --regenerate found the job's result on the remote already
-	rebase   bool        // a push behind the remote is rebased: Rebase, or the settings' opt-in
-	optIn    bool        // the settings' PushRebase was looked at (optin.go)
+	verdict  verdict         // the last attempt's
+	report   Report          // what the run reports
+	unsure   bool            // an attempt's outcome is unsure: it may have been applied
+	named    []RefStatus     // the refs the latest attempt named, for verification
+	url      string          // the remote's URL, from the porcelain
+	verified bool            // the remote was found to hold every pushed value
+	nothing  bool            // --regenerate found the job's result on the remote already
+	rebase   bool            // a push behind the remote is rebased: Rebase, or the settings' opt-in
+	optIn    bool            // the settings' PushRebase was looked at (optin.go)
+	sign     *replay.Signing // whether replays are signed, once read (replayer)
 	// pending is the cure (a rebase, a regeneration) the next attempt applies before
 	// it pushes: after the engine's pause, so that the remote's tip it fetches is as
 	// fresh as it can be when the push follows.
