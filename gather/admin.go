@@ -75,6 +75,9 @@ func (r *Runner) Land(ctx context.Context, remote, branch string, stderr io.Writ
 	if u.err != nil { // a policy that cannot work, a git that cannot replay
 		return u.res, u.err
 	}
+	if err := u.readSigning(ctx); err != nil {
+		return u.res, err
+	}
 	marker, err := u.leaseMarker(ctx)
 	if err != nil {
 		return u.res, err

@@ -51,6 +51,14 @@
 // it trusts everyone who may push refs/refretry/* to the remote. docs/security.md has
 // the trust model and the replay window.
 //
+// Signed commits: a gatherer signs every commit it writes as its repository signs
+// commits (commit.gpgSign, gpg.format, user.signingKey), and always one that replays
+// a signed commit; a gathered commit thus carries the gatherer's signature, made with
+// the key every job of a pipeline holds. A job that must sign and cannot fails before
+// it stages anything; a gatherer that cannot sign a commit of its wave pushes nothing
+// of it and lets the lease go. A wave the remote refuses for its signatures ends the
+// gatherer's run, without a smaller wave.
+//
 // A job whose commits are several is staged as one commit (the tree of its last
 // commit on the remote tip it started from, with the last commit's author and
 // message). A job's commit already on the branch lands at once.

@@ -196,8 +196,9 @@ type run struct {
 // reaches stderr (nil discards it) only when a push fails for good. It returns a
 // *ConflictError, *NotLandedError, *DiscardedError or *MovedError when the commit did
 // not land, a *failure.Error (or a retry error wrapping one) when it could not be
-// staged, and other errors for what went wrong on the way; Result.ExitCode says how
-// to exit.
+// staged or a gather's push was refused for good, one of class failure.Signing when
+// a commit it had to sign could not be (sign.go), and other errors for what went
+// wrong on the way; Result.ExitCode says how to exit.
 func (r *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	t, err := readArgs(args)
 	if err != nil {
@@ -215,9 +216,15 @@ func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, e
 		return u.res, u.err
 	}
 	defer u.cleanup()
+	if err := u.readSigning(ctx); err != nil {
+		return u.res, err
+	}
 	commit, done, err := u.prepare(ctx)
 	if err != nil || done {
 		u.res.Landed = done
+		return u.res, err
+	}
+	if err := u.checkSigning(ctx, commit); err != nil {
 		return u.res, err
 	}
 	began := u.clock.Now()
@@ -398,7 +405,9 @@ func (u *run) prepare(ctx context.Context) (commit string, done bool, err error)
 		return "", false, err
 	}
 	squashed, err := u.repo.CommitTree(ctx, info, src+"^{tree}", base, true)
-	if err != nil {
+	if se := (*replay.SignError)(nil); errors.As(err, &se) {
+		return "", false, se.Failure("nothing was staged")
+	} else if err != nil {
 		return "", false, err
 	}
 	u.notify("%s commits of %s staged as one, %s", count, source, replay.Short(squashed))
@@ -447,6 +456,9 @@ func (u *run) stage(ctx context.Context, commit string) error {
 	if res.ExitCode != 0 {
 		u.stderr().Write(errOut.Bytes())
 		var pe *failure.Error
+		if errors.As(err, &pe) && pe.Class == failure.Declined && push.SignatureRule(pe.Policy) {
+			return fmt.Errorf("the remote refused the staged commit %s for its signature (%s): %w", replay.Short(commit), pe.Message, err)
+		}
 		if errors.As(err, &pe) && (pe.Class == failure.Declined || pe.Class == failure.Rejected) {
 			return fmt.Errorf("the remote refused the staged ref %s (%s): it does not accept refs outside "+
 				"refs/heads and refs/tags, or a rule forbids them; push with --rebase or --regenerate instead: %w", ref, pe.Message, err)

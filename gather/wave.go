@@ -9,6 +9,7 @@ import (
 
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/replay"
+	"github.com/refretry/refretry/push"
 )
 
 // staleAge is the age past which a gatherer notes a staged commit: a job that staged
@@ -28,6 +29,7 @@ func (u *run) gatherAll(ctx context.Context, st state, held string) (state, erro
 		}
 		next, err := u.gather(ctx, ids, st.staged, held)
 		if err != nil {
+			u.takeLease(context.WithoutCancel(ctx), held, "") // the others gather without this job
 			return st, err
 		}
 		seen, err := u.look(ctx)
@@ -68,6 +70,9 @@ func (u *run) gather(ctx context.Context, ids []string, seen map[string]string, 
 		}
 	}
 	if err := u.replayWave(ctx, w); err != nil {
+		if se := (*replay.SignError)(nil); errors.As(err, &se) {
+			return value, se.Failure("nothing of the wave was pushed, and this job lets the lease go")
+		}
 		u.notify("replaying %d staged commits: %v", len(ids), err)
 		return value, nil
 	}
@@ -218,7 +223,7 @@ func (u *run) refused(w *wave, perr *failure.Error) error {
 	// A rule of the remote refused the gather (a cap on refs per push, say): fewer
 	// refs at a time may pass.
 	u.stderr().Write(u.lastPush.Stderr)
-	if len(w.ids) > 1 {
+	if len(w.ids) > 1 && !push.SignatureRule(perr.Policy) { // a signature rule refuses fewer commits too
 		u.perWave = max(1, len(w.ids)/2)
 		u.notify("the remote refused a gather of %d staged commits (%s); gathering %d at a time", len(w.ids), perr.Message, u.perWave)
 		return nil
