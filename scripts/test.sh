@@ -40,6 +40,11 @@ if ! command -v git >/dev/null; then
 	echo "test.sh: installing the system git" >&2
 	apt-get update -qq && apt-get install -y -qq git >/dev/null
 fi
+# The signed-commit tests sign with an SSH key and an OpenPGP key (testutil.NewSigner).
+if ! command -v gpg >/dev/null || ! command -v ssh-keygen >/dev/null; then
+	echo "test.sh: installing gnupg and openssh-client, for the signed-commit tests" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnupg openssh-client >/dev/null
+fi
 
 # Nothing here may need Rust: a plain machine has no cargo, and under rustup a fresh
 # HOME has no toolchain. Run everything with no cargo on PATH, and check that the git
