@@ -77,7 +77,7 @@ func (h *githubHandler) Handle(_ context.Context, r slog.Record) error {
 			b.WriteString(githubPlain(text) + "\n")
 		case s.Result == ResultSuccess:
 			b.WriteString(workflowCommand("warning",
-				[][2]string{{"title", "refretry: lock contention, retried"}}, legacy.Replace(text)))
+				[][2]string{{"title", "refretry: " + f.command() + " retried"}}, legacy.Replace(text)))
 		default:
 			if s.Advice != "" {
 				text += "\n" + s.Advice
