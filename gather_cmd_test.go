@@ -270,6 +270,23 @@ func (f *gatherFixture) killingGit() string {
 	return wrapper
 }
 
+// stagedThenLooked waits until staged reports true and then a look at the remote
+// (killingGit's LOOK_LOG, the file looks) ends: a job that has staged and then seen
+// the lease held waits for the lease. It reports false if that took longer than limit.
+func stagedThenLooked(staged func() bool, looks string, limit time.Duration) bool {
+	looked := func() int { b, _ := os.ReadFile(looks); return bytes.Count(b, []byte("\n")) }
+	seen := -1 // the looks ended by the time it was seen to have staged
+	for deadline := time.Now().Add(limit); seen < 0 || looked() <= seen; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		if seen < 0 && staged() {
+			seen = looked()
+		}
+	}
+	return true
+}
+
 // TestGatherSIGTERM: a job (`push --gather`) and `refretry gather land`, each waiting
 // for another gather's lease, stop at SIGTERM, exit as a shell reports it (143, not a
 // bare death by signal), say that the signal stopped them (not their budget), and leave
@@ -311,18 +328,11 @@ func TestGatherSIGTERM(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Ready once it has staged what it stages and then looked at the remote: the
-		// look shows the lease held, so it waits for the lease (well inside its 30 s).
-		looked := func() int { b, _ := os.ReadFile(looks); return bytes.Count(b, []byte("\n")) }
-		seen := -1 // the looks ended by the time it was seen to have staged
-		for deadline := time.Now().Add(20 * time.Second); seen < 0 || looked() <= seen; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not stage and then look at the remote in 20 s:\n%s", tc.name, out.String())
-			}
-			if seen < 0 && strings.Count(gatherRefs(), "refs/refretry/gather/") >=
-				strings.Count(before, "refs/refretry/gather/")+tc.staged {
-				seen = looked()
-			}
+		// Well inside the lease's 30 s.
+		if !stagedThenLooked(func() bool {
+			return strings.Count(gatherRefs(), "refs/refretry/gather/") >= strings.Count(before, "refs/refretry/gather/")+tc.staged
+		}, looks, 20*time.Second) {
+			t.Fatalf("%s did not stage and then look at the remote in 20 s:\n%s", tc.name, out.String())
 		}
 		cmd.Process.Signal(syscall.SIGTERM)
 		err := cmd.Wait()
