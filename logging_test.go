@@ -202,7 +202,7 @@ func TestLogGitHubActions(t *testing.T) {
 	if res.code != 0 || outs["result"] != "success" || outs["attempts"] != "2" || outs["updated-refs"] != ref {
 		t.Errorf("retried success: exit %d, outputs %v, stderr %q", res.code, outs, res.stderr)
 	}
-	if !strings.Contains(res.stderr, "::warning title=refretry%3A lock contention%2C retried::") ||
+	if !strings.Contains(res.stderr, "::warning title=refretry%3A update-ref retried::") ||
 		!strings.Contains(res.stderr, "operation "+outs["operation-id"]) || strings.Count(res.stderr, "::group::") != 1 {
 		t.Errorf("stderr %q: want one group and a warning naming operation %s", res.stderr, outs["operation-id"])
 	}

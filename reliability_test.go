@@ -231,13 +231,14 @@ func allOrNothing(t *testing.T, r *testutil.Repo, prefix, oid string, n int) (ap
 // documented one. The random points come from a seed printed on failure.
 //
 // Every round's outcome is asserted (killBatch), but which outcome a round must have
-// depends on where its signal landed. Round 0 signals halfway through the hold, so
-// its signal must reach a running process, and the test requires it. The other
-// rounds draw their moment from the whole hold and the half second after it, the
-// moments after git committed included: a signal that finds the batch done is checked
-// as an unkilled run (exit 0, every ref applied), one that reached it as a killed run
-// (the exit code of the signal, all or nothing applied). Five rounds run at stress
-// size, two by default (testutil.Scale).
+// depends on where its signal landed. Round 0 signals once git is seen waiting for the
+// held lock (batchRun.whenGitWaits), not at a guessed time, and lets the lock go only
+// after that: its signal must reach a running process while git waits, and the test
+// requires it. The other rounds draw their moment from the whole hold and the half
+// second after it, the moments after git committed included: a signal that finds the
+// batch done is checked as an unkilled run (exit 0, every ref applied), one that
+// reached it as a killed run (the exit code of the signal, all or nothing applied).
+// Five rounds run at stress size, two by default (testutil.Scale).
 func TestReliabilityKill(t *testing.T) {
 	t.Parallel()
 	seed := time.Now().UnixNano()
@@ -260,19 +261,20 @@ func TestReliabilityKill(t *testing.T) {
 						// up to half a second after its release.
 						holdMS := 300 + rng.Intn(2500)
 						delayMS := rng.Intn(holdMS + 500)
-						if round == 0 {
-							// One signal certainly lands while the batch waits for the lock.
-							delayMS = holdMS / 2
-						}
 						if victim == "refretry" && sig == syscall.SIGKILL {
 							// Not before refretry has passed the whole input on: see
 							// TestReliabilityKillMidInput for what happens then.
 							delayMS = max(delayMS, 100)
 						}
+						if round == 0 {
+							// Once git waits for the held lock: it has read the whole
+							// input and taken every other lock.
+							delayMS = -1
+						}
 						if killBatch(t, bc, victim, sig, delayMS, holdMS, round, n) {
 							landed++
 						} else if round == 0 {
-							t.Errorf("round 0: the signal sent while the lock was held did not reach a running %s", victim)
+							t.Errorf("round 0: the signal sent while git waited for the held lock did not reach a running %s", victim)
 						}
 					}
 					t.Logf("faults: %d of %d signals landed while the batch was running", landed, rounds)
@@ -282,136 +284,218 @@ func TestReliabilityKill(t *testing.T) {
 	}
 }
 
-// killBatch runs one batch, sends sig to victim after delayMS, checks the outcome, and
-// reports whether the signal reached a running process.
+// batchRun is one batch of killBatch: refretry running it, and the lock held against it.
+type batchRun struct {
+	r        *testutil.Repo
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed once refretry has exited
+	heldLock string
+	backend  string
+	n        int
+}
+
+// locksTaken reports whether git holds every lock the batch needs but the held one
+// (reftable needs only the held one).
+func (b *batchRun) locksTaken() bool {
+	locks := lockFiles(b.r.GitDir)
+	return contains(locks, b.heldLock) && (b.backend == "reftable" || len(locks) == b.n)
+}
+
+// whenGitWaits returns a channel that gets the pid of refretry's git update-ref once
+// that git waits for the held lock: it has taken every other lock and sleeps in its
+// lock wait (asleep: past the moment between creating a lock file and registering it
+// for removal). Nothing comes if refretry exits first.
+func (b *batchRun) whenGitWaits() <-chan int {
+	ready := make(chan int, 1)
+	go func() {
+		for {
+			k := gitChild(b.cmd, b.exited)
+			if k == 0 {
+				return
+			}
+			if b.locksTaken() && asleep(k) {
+				ready <- k
+				return
+			}
+			select {
+			case <-b.exited:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return ready
+}
+
+// afterDelay returns a channel closed once d has passed (it gives 0, no git's pid).
+func afterDelay(d time.Duration) <-chan int {
+	c := make(chan int)
+	time.AfterFunc(d, func() { close(c) })
+	return c
+}
+
+// batchKill is what killBatch's signal did: whether it reached a running process,
+// whether git then waited for the held lock with every other lock taken, and git's
+// pid (0 if none was seen).
+type batchKill struct {
+	killed, waiting bool
+	gitPID          int
+}
+
+// signal sends sig to victim once at gives a value, unless refretry has exited by
+// then: the pid of the git to signal, or 0 for whichever git update-ref runs.
+func (b *batchRun) signal(victim string, sig syscall.Signal, at <-chan int) batchKill {
+	var k batchKill
+	target := b.cmd.Process.Pid
+	if victim == "git" {
+		k.gitPID = gitChild(b.cmd, b.exited)
+		target = k.gitPID
+	}
+	select {
+	case <-b.exited:
+		return k
+	case pid := <-at:
+		if pid != 0 {
+			k.gitPID = pid
+			if victim == "git" {
+				target = pid
+			}
+		}
+	}
+	if victim == "git" && !alive(k.gitPID) {
+		// That git has finished; the next attempt's git, if any, is the target.
+		if k.gitPID = gitChild(b.cmd, b.exited); k.gitPID == 0 {
+			return k
+		}
+		target = k.gitPID
+	}
+	if kids := childPIDs(b.cmd.Process.Pid); victim == "refretry" && k.gitPID == 0 && len(kids) > 0 {
+		k.gitPID = kids[0]
+	}
+	k.waiting = b.locksTaken()
+	// A git that ended since it was found is a zombie until refretry reaps it,
+	// and kill(2) succeeds on one: only a signal to a live process counts.
+	k.killed = (victim != "git" || alive(target)) && syscall.Kill(target, sig) == nil
+	for tries := 0; !k.killed && victim == "git" && tries < 5; tries++ {
+		// That git ended between the look and the signal (its own lock wait ran
+		// out, and refretry reaped it): the next attempt's git is the target.
+		if k.gitPID = gitChild(b.cmd, b.exited); k.gitPID == 0 {
+			break
+		}
+		target = k.gitPID
+		k.waiting = b.locksTaken()
+		k.killed = alive(target) && syscall.Kill(target, sig) == nil
+	}
+	return k
+}
+
+// killBatch runs one batch and sends sig to victim: delayMS after the lock was taken,
+// the lock being let go holdMS after it was taken; or, with delayMS < 0, once git
+// waits for the held lock, which is let go after the signal. It checks the outcome
+// and reports whether the signal reached a running process.
 func killBatch(t *testing.T, bc backendCase, victim string, sig syscall.Signal, delayMS, holdMS, round, n int) bool {
 	t.Helper()
 	r := testutil.NewRepo(t, bc.git, bc.backend)
 	prefix := fmt.Sprintf("refs/heads/batch%d/", round)
-	// The lock of the batch's last ref (or reftable's one lock) is held for holdMS.
-	heldLock := r.LockPath(fmt.Sprintf("%s%03d", prefix, n-1))
-	release := r.Hold(heldLock)
-	// The signal's delay counts from when the lock was taken, as the hold does: on a
-	// loaded machine git may start later than the delay, and the signal then goes at
-	// once, still while the lock is held (counting from git's start, it could come
-	// after the release, when the batch is done).
+	// The lock of the batch's last ref (or reftable's one lock) is held.
+	b := &batchRun{r: r, heldLock: r.LockPath(fmt.Sprintf("%s%03d", prefix, n-1)), backend: bc.backend, n: n,
+		exited: make(chan struct{})}
+	release := r.Hold(b.heldLock)
 	held := time.Now()
-	time.AfterFunc(time.Duration(holdMS)*time.Millisecond, release)
-	cmd := refretryCommand(r, "--stdin")
-	cmd.Stdin = strings.NewReader(batchInput(prefix, r.Commit, n))
+	b.cmd = refretryCommand(r, "--stdin")
+	b.cmd.Stdin = strings.NewReader(batchInput(prefix, r.Commit, n))
 	var errOut syncBuffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
+	b.cmd.Stderr = &errOut
+	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
 	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-
-	target, gitPID := cmd.Process.Pid, 0
-	if victim == "git" {
-		gitPID = gitChild(cmd, exited)
-		target = gitPID
+	go func() { waitErr = b.cmd.Wait(); close(b.exited) }()
+	var k batchKill
+	if delayMS < 0 {
+		k = b.signal(victim, sig, b.whenGitWaits())
+		release()
+	} else {
+		// The signal's delay counts from when the lock was taken, as the hold does: on
+		// a loaded machine git may start later than the delay, and the signal then goes
+		// at once, still while the lock is held (counting from git's start, it could
+		// come after the release, when the batch is done).
+		time.AfterFunc(time.Duration(holdMS)*time.Millisecond, release)
+		k = b.signal(victim, sig, afterDelay(time.Until(held.Add(time.Duration(delayMS)*time.Millisecond))))
 	}
-	killed, waiting := false, false
-	select {
-	case <-exited:
-	case <-time.After(time.Until(held.Add(time.Duration(delayMS) * time.Millisecond))):
-		if victim == "git" && !alive(gitPID) {
-			// That git has finished; the next attempt's git, if any, is the target.
-			if gitPID = gitChild(cmd, exited); gitPID == 0 {
-				break
-			}
-			target = gitPID
-		}
-		if victim == "refretry" {
-			if kids := childPIDs(cmd.Process.Pid); len(kids) > 0 {
-				gitPID = kids[0]
-			}
-		}
-		// Where git is: waiting for the held lock once it has taken every other
-		// lock it needs (reftable needs only the held one).
-		before := lockFiles(r.GitDir)
-		waiting = contains(before, heldLock) && (bc.backend == "reftable" || len(before) == n)
-		// A git that ended since it was found is a zombie until refretry reaps it,
-		// and kill(2) succeeds on one: only a signal to a live process counts.
-		killed = (victim != "git" || alive(target)) && syscall.Kill(target, sig) == nil
-		for tries := 0; !killed && victim == "git" && tries < 5; tries++ {
-			// That git ended between the look and the signal (its own lock wait ran
-			// out, and refretry reaped it): the next attempt's git is the target.
-			if gitPID = gitChild(cmd, exited); gitPID == 0 {
-				break
-			}
-			target = gitPID
-			before = lockFiles(r.GitDir)
-			waiting = contains(before, heldLock) && (bc.backend == "reftable" || len(before) == n)
-			killed = alive(target) && syscall.Kill(target, sig) == nil
-		}
-	}
-	<-exited
-	if gitPID != 0 {
-		waitGone(t, gitPID) // a git orphaned by SIGKILL finishes on its own
+	<-b.exited
+	if k.gitPID != 0 {
+		waitGone(t, k.gitPID) // a git orphaned by SIGKILL finishes on its own
 	}
 	code := exitCode(t, waitErr)
-	got := len(r.Refs(prefix))
-	applied := got == n
-	t.Logf("round %d: %s %s after %d ms (lock held %d ms, killed %v, git waiting %v): exit %d, %d of %d applied",
-		round, sig, victim, delayMS, holdMS, killed, waiting, code, got, n)
-	if got != 0 && got != n {
+	when := fmt.Sprintf("after %d ms (lock held %d ms", delayMS, holdMS)
+	if delayMS < 0 {
+		when = "once git waited (lock held until then"
+	}
+	t.Logf("round %d: %s %s %s, killed %v, git waiting %v): exit %d, %d of %d applied",
+		round, sig, victim, when, k.killed, k.waiting, code, len(r.Refs(prefix)), n)
+	checkKilledBatch(t, b, prefix, victim, sig, k, code, errOut.String())
+	return k.killed && code != 0
+}
+
+// checkKilledBatch checks the outcome of killBatch's batch: all or nothing applied
+// (or, on files, the prefix git's commit phase had reached), the exit code of the
+// run, killed or not, and no lock left behind by a SIGTERM while git waited.
+func checkKilledBatch(t *testing.T, b *batchRun, prefix, victim string, sig syscall.Signal, k batchKill, code int, stderr string) {
+	t.Helper()
+	r, n := b.r, b.n
+	refs := r.Refs(prefix)
+	if got := len(refs); got != 0 && got != n {
 		// git's files backend commits a batch ref by ref, in name order: a signal
 		// that reaches git in that window (SIGTERM to refretry is passed on to git)
 		// leaves a prefix applied, as it would with git alone. Anything else is a
 		// half-applied batch.
 		prefixApplied := true
-		refs := r.Refs(prefix)
 		for i := range got {
 			prefixApplied = prefixApplied && refs[fmt.Sprintf("%s%03d", prefix, i)] == r.Commit
 		}
 		gitSignalled := victim == "git" || sig == syscall.SIGTERM
-		if bc.backend != "files" || !prefixApplied || !gitSignalled || !killed {
+		if b.backend != "files" || !prefixApplied || !gitSignalled || !k.killed {
 			t.Fatalf("batch half-applied: %d of %d refs: %v", got, n, refs)
 		}
 		t.Logf("faults: git's files commit phase interrupted: the first %d refs, in name order, were committed", got)
-	}
-	if got == n {
+	} else if got == n {
 		allOrNothing(t, r, prefix, r.Commit, n)
 	}
-
 	switch {
-	case !killed || code == 0:
-		if code != 0 || !applied {
-			t.Errorf("finished unkilled: exit %d, applied %v; stderr %q", code, applied, errOut.String())
+	case !k.killed || code == 0:
+		if code != 0 || len(refs) != n {
+			t.Errorf("finished unkilled: exit %d, applied %v; stderr %q", code, len(refs) == n, stderr)
 		}
 	case victim == "refretry":
 		// As a shell reports death by signal: 137 for SIGKILL, 143 for SIGTERM.
 		if want := 128 + int(sig); code != want {
-			t.Errorf("exit %d, want %d; stderr %q", code, want, errOut.String())
+			t.Errorf("exit %d, want %d; stderr %q", code, want, stderr)
 		}
 	default:
 		// git died of the signal: refretry does not retry it and exits as git did,
 		// adding nothing to what git printed (SIGKILL and SIGTERM leave git silent)
 		// but the lines of the retries before.
 		if want := 128 + int(sig); code != want {
-			t.Errorf("exit %d (want %d); stderr %q", code, want, errOut.String())
+			t.Errorf("exit %d (want %d); stderr %q", code, want, stderr)
 		}
-		for _, l := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
+		for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
 			if l != "" && !strings.HasPrefix(l, "refretry: attempt ") {
 				t.Errorf("stderr line %q: want only earlier attempts' retry lines", l)
 			}
 		}
 	}
-	if sig == syscall.SIGTERM && killed {
+	if sig == syscall.SIGTERM && k.killed {
 		// git removes its locks on SIGTERM while it waits for one. Caught while
 		// taking them, git itself (without refretry) sometimes leaves one behind:
 		// docs/reliability.md has the measurement.
-		locks := lockFiles(r.GitDir, heldLock)
-		if len(locks) > 0 && waiting {
+		locks := lockFiles(r.GitDir, b.heldLock)
+		if len(locks) > 0 && k.waiting {
 			t.Errorf("SIGTERM while git waited for the held lock, yet locks were left: %v", locks)
 		} else if len(locks) > 0 {
 			t.Logf("faults: SIGTERM while git was taking its locks left %v (git's own behaviour)", locks)
 		}
 	}
-	return killed && code != 0
 }
 
 // TestReliabilityKillMidInput kills refretry with SIGKILL while its caller is still

@@ -150,6 +150,28 @@ func TestShimPushSameAsGit(t *testing.T) {
 	}
 }
 
+// pushRebaseCell is a git and backend of backends, with the job's push-rebase opt-in
+// (REFRETRY_PUSH_REBASE=1) or without it.
+type pushRebaseCell struct {
+	bc    backendCase
+	optIn bool
+}
+
+func (c pushRebaseCell) name() string {
+	return fmt.Sprintf("%s/%s/push-rebase=%v", c.bc.git.Name(), c.bc.backend, c.optIn)
+}
+
+// pushRebaseCells are the cells of the shim's tests of many jobs pushing at once: at
+// the default size each git and backend of backends with the opt-in or without it
+// (testutil.Cells), at the stress size both on each.
+func pushRebaseCells(t *testing.T) []pushRebaseCell {
+	var cells []pushRebaseCell
+	for _, bc := range backends(t) {
+		cells = append(cells, pushRebaseCell{bc, true}, pushRebaseCell{bc, false})
+	}
+	return testutil.Cells(t, cells, 0, 3)
+}
+
 // autoCommitJob is a job of the shape stefanzweifel/git-auto-commit-action gives: it
 // commits its file and pushes with plain git, no retry of its own; odd jobs push as
 // the action does when given a branch.
@@ -200,17 +222,9 @@ func runJob(dir string, env []string, script string) result {
 // (testutil.Cells); the stress size runs both on each.
 func TestShimPushAutoCommit(t *testing.T) {
 	t.Parallel()
-	type cell struct {
-		bc    backendCase
-		optIn bool
-	}
-	var cells []cell
-	for _, bc := range backends(t) {
-		cells = append(cells, cell{bc, true}, cell{bc, false})
-	}
-	for _, c := range testutil.Cells(t, cells, 0, 3) {
+	for _, c := range pushRebaseCells(t) {
 		bc, optIn := c.bc, c.optIn
-		t.Run(fmt.Sprintf("%s/%s/push-rebase=%v", bc.git.Name(), bc.backend, optIn), func(t *testing.T) {
+		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
 			seed := testutil.NewRepo(t, bc.git, bc.backend)
 			remote := filepath.Join(t.TempDir(), "remote.git")
@@ -225,21 +239,7 @@ func TestShimPushAutoCommit(t *testing.T) {
 			if optIn {
 				env = append(env, "REFRETRY_PUSH_REBASE=1")
 			}
-			dirs := make([]string, jobs)
-			for j := range jobs {
-				dirs[j] = filepath.Join(t.TempDir(), "job")
-				seed.Run("clone", "-q", "-b", "results", "file://"+remote, dirs[j])
-			}
-			results := make([]result, jobs)
-			var wg sync.WaitGroup
-			for j := range jobs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					results[j] = runJob(dirs[j], append(env[:len(env):len(env)], fmt.Sprintf("JOB=%d", j)), autoCommitJob) // a copy each: the goroutines must not share its spare capacity
-				}()
-			}
-			wg.Wait()
+			dirs, results := runClonedJobs(t, seed, remote, "results", env, jobs, autoCommitJob)
 			if got := runCmd(t, dirs[0], env, "", "bash", "-c", "command -v git"); strings.TrimSpace(got.stdout) != shimGit {
 				t.Fatalf("the jobs' git is %q, not the shim %s", got.stdout, shimGit)
 			}
@@ -272,4 +272,123 @@ func TestShimPushAutoCommit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// toolLoopJob is a job of the shape of a tool with a push loop of its own
+// (benchmark-action/github-action-benchmark's, over one gh-pages branch): it commits
+// its file and tries to push up to 10 times, with a `git pull --rebase` after each
+// push that failed.
+const toolLoopJob = `set -e
+echo "$JOB" > "job-$JOB.txt"
+git add -A
+git commit -q -m "job $JOB"
+for try in 1 2 3 4 5 6 7 8 9 10; do
+	if git push origin HEAD:gh-pages; then
+		exit 0
+	fi
+	git pull -q --rebase origin gh-pages
+done
+exit 1
+`
+
+// TestShimPushToolLoop runs 8 jobs of toolLoopJob at once through the installed shim,
+// as GitHub Actions runs them (GITHUB_ACTIONS=true: refretry logs in the github
+// format), each in a clone made before any push, so that every job but the first to
+// land loses a race. With REFRETRY_PUSH_REBASE=1 refretry rebases the lost pushes
+// itself; without it a lost push fails as git's does and the job's loop pulls and
+// pushes again. Either way every job lands once and exits 0, and no job's log has an
+// ::error line: a failure the tool handles is git's, a warning (docs/logging.md). The
+// log file shows the lost races (at least one failed attempt for each job but one),
+// and so does a ::warning for each. At the default size each git and backend of
+// backends runs one of the two (testutil.Cells); the stress size runs both on each.
+func TestShimPushToolLoop(t *testing.T) {
+	t.Parallel()
+	for _, c := range pushRebaseCells(t) {
+		t.Run(c.name(), func(t *testing.T) {
+			t.Parallel()
+			const jobs = 8
+			seed := testutil.NewRepo(t, c.bc.git, c.bc.backend)
+			remote := addOrigin(t, seed, c.bc.backend)
+			seed.Run("push", "-q", "origin", "main:gh-pages")
+			_, env := shimSetup(t, seed)
+			logFile, _ := shimPushLog(t)
+			env = append(env, "GITHUB_ACTIONS=true", "REFRETRY_LOG_FILE="+logFile)
+			if c.optIn {
+				env = append(env, "REFRETRY_PUSH_REBASE=1")
+			}
+			_, results := runClonedJobs(t, seed, remote, "gh-pages", env, jobs, toolLoopJob)
+			log := seed.Run("--git-dir="+remote, "log", "--format=%s", "gh-pages")
+			warnings := 0
+			for j, res := range results {
+				if n := strings.Count(log+"\n", fmt.Sprintf("job %d\n", j)); res.code != 0 || n != 1 {
+					t.Errorf("job %d: exit %d, landed %d times\n%s%s", j, res.code, n, res.stdout, res.stderr)
+				}
+				if errorLine.MatchString(res.stdout + res.stderr) {
+					t.Errorf("job %d succeeded, yet its log has an ::error line:\n%s%s", j, res.stdout, res.stderr)
+				}
+				warnings += len(refretryWarning.FindAllString(res.stderr, -1))
+			}
+			lost := failedShimAttempts(t, logFile)
+			t.Logf("%d failed attempts recorded, %d ::warning lines", lost, warnings)
+			if lost < jobs-1 || warnings < jobs-1 {
+				t.Errorf("%d failed attempts in the log file and %d ::warning lines; want at least %d of each, a lost race for each job but the first to land",
+					lost, warnings, jobs-1)
+			}
+		})
+	}
+}
+
+// errorLine is a GitHub ::error workflow command; refretryWarning is refretry's
+// ::warning.
+var (
+	errorLine       = regexp.MustCompile(`(?m)^::error`)
+	refretryWarning = regexp.MustCompile(`(?m)^::warning title=refretry`)
+)
+
+// runClonedJobs clones branch of remote once per job, before any job runs, so that
+// every job starts from the same commit, and then runs script in each clone at once
+// (runJob), with env and JOB=<its number>.
+func runClonedJobs(t *testing.T, seed *testutil.Repo, remote, branch string, env []string, jobs int, script string) (dirs []string, results []result) {
+	t.Helper()
+	dirs = make([]string, jobs)
+	for j := range dirs {
+		dirs[j] = filepath.Join(t.TempDir(), "job")
+		seed.Run("clone", "-q", "-b", branch, "file://"+remote, dirs[j])
+	}
+	results = make([]result, jobs)
+	var wg sync.WaitGroup
+	for j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A copy of env each: the goroutines must not share its spare capacity.
+			results[j] = runJob(dirs[j], append(env[:len(env):len(env)], fmt.Sprintf("JOB=%d", j)), script)
+		}()
+	}
+	wg.Wait()
+	return dirs, results
+}
+
+// failedShimAttempts counts the failed attempts of pushes the shim ran, in the log
+// file at path, and fails the test on a summary of one that is not at warning level
+// or below: a failure through the shim is not refretry's error.
+func failedShimAttempts(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for line := range strings.Lines(string(b)) {
+		if !strings.Contains(line, `"command":"push","shim":true,`) {
+			continue
+		}
+		if strings.Contains(line, `"msg":"attempt"`) && strings.Contains(line, `"class":`) {
+			failed++
+		}
+		if strings.Contains(line, `"level":"ERROR"`) {
+			t.Errorf("a record of the shim's push at error level: %s", line)
+		}
+	}
+	return failed
 }

@@ -28,8 +28,11 @@
 //     messages are cut, marked with "…".
 //   - The GitHub format opens one ::group:: for the attempts and raises at most one
 //     annotation per operation: ::warning when it succeeded after retries, ::error when
-//     it failed. When GITHUB_STEP_SUMMARY and GITHUB_OUTPUT name files, Finish appends
-//     one table row to the former and the step outputs to the latter.
+//     it failed, except that a failure of an operation run as git by the shim
+//     ([Config].Shim) is git's, for the program that ran git to handle: a ::warning,
+//     and a summary at warning level in every format. When GITHUB_STEP_SUMMARY and
+//     GITHUB_OUTPUT name files, Finish appends one table row to the former and the
+//     step outputs to the latter.
 //   - The GitLab format puts the attempts in a collapsed section named after the
 //     operation id and prints one summary line outside it.
 //   - [Detect] and [Format.Resolve] choose a format from the environment; they never

@@ -11,9 +11,10 @@ import (
 
 // githubHandler writes GitHub Actions workflow commands. The attempts of an operation
 // go inside one ::group:: (opened by the first attempt record, closed by the final
-// one); the summary follows the group: a plain line when it succeeded without
-// retrying a failed attempt, a ::warning when it succeeded after retries, a titled
-// ::error when it failed. Each record is one Write.
+// one); the summary follows the group, as its level says: a plain line at info (it
+// succeeded without retrying a failed attempt), a titled ::warning at warn (it
+// succeeded after retries, or it failed as git for the shim's caller, whose failure
+// it is), a titled ::error at error (it failed). Each record is one Write.
 type githubHandler struct {
 	st    *groupState
 	attrs attrSet
@@ -76,13 +77,16 @@ func (h *githubHandler) Handle(_ context.Context, r slog.Record) error {
 			b.WriteString(githubPlain(text) + "\n")
 		case s.Result == ResultSuccess:
 			b.WriteString(workflowCommand("warning",
-				[][2]string{{"title", "refretry: lock contention, retried"}}, legacy.Replace(text)))
+				[][2]string{{"title", "refretry: " + f.command() + " retried"}}, legacy.Replace(text)))
 		default:
 			if s.Advice != "" {
 				text += "\n" + s.Advice
 			}
-			b.WriteString(workflowCommand("error",
-				[][2]string{{"title", "refretry: " + f.command() + " " + string(s.Result)}}, legacy.Replace(text)))
+			kind, title := "error", "refretry: "+f.command()+" "+string(s.Result)
+			if r.Level < slog.LevelError { // git's failure, returned to the program that ran git
+				kind, title = "warning", "refretry: git "+f.command()+" "+string(s.Result)+", returned to its caller"
+			}
+			b.WriteString(workflowCommand(kind, [][2]string{{"title", title}}, legacy.Replace(text)))
 		}
 	case msgNote:
 		b.WriteString(githubPlain("refretry: "+f.str(keyText)) + "\n")

@@ -31,11 +31,14 @@ func (c *counting) Read(p []byte) (int, error) {
 }
 
 // scenario is what the CLI would report for one kind of run: its attempts, git's
-// stderr (relayed after the final attempt), and the summary.
+// stderr (relayed after the final attempt), and the summary; of update-ref unless
+// command says otherwise, run as git by the shim when shim is set.
 type scenario struct {
 	attempts []Attempt
 	stderr   string
 	summary  Summary
+	command  string
+	shim     bool
 }
 
 const lock = "/work/repo/.git/refs/heads/main.lock"
@@ -116,6 +119,18 @@ var scenarios = map[string]scenario{
 			Lock: lock, Updates: 1, Refs: []string{"refs/heads/main"}, GitVersion: "2.55.0", RefBackend: "files",
 			Advice: "stale lock " + lock + " (age 1h0m0s): it is older than the stale-after limit of 2m0s; make sure no git process is using this repository, then remove it: rm -f '" + lock + "'"},
 	},
+	// A tool's own git push through the shim that lost a race: git's failure, which the
+	// tool handles (its own loop pulls and pushes again), so a warning, not an error.
+	"shim-push-rejected": {
+		command: "push",
+		shim:    true,
+		attempts: []Attempt{{Number: 1, Duration: 41 * time.Millisecond, ExitCode: 1, Class: "behind",
+			Error: "! [rejected] HEAD -> gh-pages (fetch first)", Final: true}},
+		stderr: "To /work/remote.git\n ! [rejected]        HEAD -> gh-pages (fetch first)\nerror: failed to push some refs to '/work/remote.git'\n",
+		summary: Summary{Result: ResultFailed, ExitCode: 1, Attempts: 1, Elapsed: 43 * time.Millisecond,
+			Class: "behind", Error: "! [rejected] HEAD -> gh-pages (fetch first)",
+			Updates: 1, Refs: []string{"refs/heads/gh-pages"}, GitVersion: "2.55.0"},
+	},
 	"conflict": {
 		attempts: []Attempt{{Number: 1, Duration: 5 * time.Millisecond, ExitCode: 128, Class: "conflict",
 			Error: "cannot lock ref 'refs/heads/main': is at 1111111111111111111111111111111111111111 but expected 2222222222222222222222222222222222222222",
@@ -137,7 +152,11 @@ func play(t *testing.T, f Format, sc scenario) *txtar.Archive {
 		"GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary"),
 	}
 	var stderr, logFile bytes.Buffer
-	op, err := New(Config{Command: "update-ref", Format: f, Stderr: &stderr, LogFile: &logFile, ID: fixedID,
+	command := sc.command
+	if command == "" {
+		command = "update-ref"
+	}
+	op, err := New(Config{Command: command, Shim: sc.shim, Format: f, Stderr: &stderr, LogFile: &logFile, ID: fixedID,
 		Getenv: func(k string) string { return files[k] },
 		Now:    func() time.Time { return fixedTime }, Random: &counting{}})
 	if err != nil {

@@ -18,6 +18,12 @@ type Config struct {
 	// Command is the refretry command the operation runs ("update-ref", "push", "fetch"),
 	// which every record carries and the lines for people name.
 	Command string
+	// Shim says that the operation is a git command run through refretry's git shim:
+	// its caller is a program that ran git, which gets git's output and exit code and
+	// decides what a failure means (a tool's own retry loop, say). A failure is then
+	// git's, not refretry's: its summary is a warning, not an error, and every record
+	// carries "shim": true.
+	Shim bool
 	// Format is the format of the records written to Stderr ("text", "json", …; see
 	// [Format]). "auto" is resolved with Getenv; the empty format writes no records to
 	// Stderr.
@@ -45,12 +51,13 @@ type Operation struct {
 	random   io.Reader
 	relay    stderrRelay
 	retried  bool // an attempt failed and another followed
+	shim     bool // Config.Shim
 }
 
 // New starts an operation's log. It fails for a format that is not one of [Format]'s
 // names, and when no id or random token can be drawn.
 func New(c Config) (*Operation, error) {
-	o := &Operation{id: c.ID, getenv: c.Getenv, now: c.Now, random: c.Random}
+	o := &Operation{id: c.ID, getenv: c.Getenv, now: c.Now, random: c.Random, shim: c.Shim}
 	if o.getenv == nil {
 		o.getenv = func(string) string { return "" }
 	}
@@ -76,6 +83,9 @@ func New(c Config) (*Operation, error) {
 		o.handlers = append(o.handlers, newJSONHandler(c.LogFile))
 	}
 	common := []slog.Attr{slog.Int(keySchema, schemaVersion), slog.String(keyOperationID, o.id), slog.String(keyCommand, c.Command)}
+	if c.Shim {
+		common = append(common, slog.Bool(keyShim, true))
+	}
 	for i, h := range o.handlers {
 		o.handlers[i] = h.WithAttrs(common)
 	}
@@ -143,7 +153,7 @@ func (o *Operation) Note(ctx context.Context, kind, text string) error {
 // updated-refs: the refs of a successful operation, one a line) to GITHUB_OUTPUT when
 // they name files. It returns every error met, joined.
 func (o *Operation) Finish(ctx context.Context, s Summary) error {
-	errs := []error{o.relay.Close(), o.emit(ctx, s.level(o.retried), msgSummary, s.attrs())}
+	errs := []error{o.relay.Close(), o.emit(ctx, s.level(o.retried, o.shim), msgSummary, s.attrs())}
 	if o.format != formatGitHub {
 		return errors.Join(errs...)
 	}

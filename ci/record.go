@@ -24,6 +24,7 @@ const (
 	keySchema        = "schema"
 	keyOperationID   = "operation_id"
 	keyCommand       = "command"
+	keyShim          = "shim"
 	keyAttempt       = "attempt"
 	keyDurationMS    = "duration_ms"
 	keyExitCode      = "exit_code"
@@ -218,12 +219,13 @@ func (s Summary) attrs() []slog.Attr {
 // level is the summary's level: an error unless it succeeded, a warning when it
 // succeeded after retrying a failed attempt (retried). A run of several attempts
 // that each succeeded or ended for good (a gatherer's lease and wave pushes) is not
-// one.
-func (s Summary) level(retried bool) slog.Level {
+// one. Run as git by the shim (Config.Shim), a failure is a warning: it is git's
+// failure, for the program that ran git to handle.
+func (s Summary) level(retried, shim bool) slog.Level {
 	switch {
-	case s.Result != ResultSuccess:
+	case s.Result != ResultSuccess && !shim:
 		return slog.LevelError
-	case retried:
+	case s.Result != ResultSuccess, retried:
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo

@@ -121,7 +121,7 @@ if ! $stress; then
 	# The tests that start many jobs at once (TestShimPushAutoCommit, TestPushMatrixExample,
 	# TestFetchCommand, TestShimConcurrent) or a third-party tool (TestShimFilterRepo)
 	# add processes, not goroutines: they ran in tier 1.
-	root_race='^(TestStdinFromFile|TestBatchUpdates.*|TestLog(PlainIsDropIn|Formats|GitHubActions|StdinAndConfig|Outcomes|Note.*)|TestSIGTERMWhileWaiting|TestGatherSIGTERM|TestCoalesce(SameRef|Patience|Off)|TestShim(External|PushProgressSameAsGit|PushProgressTerminal|PushSameAsGit|Passthrough|UpdateRef|Retries|UnderRefretry|NoLoop)|TestPush(SameAsGit|LockHeldCLI|GitMissing|LogFile|NamesPush|AtomicUnsupported|ForgeRuleCLI|ForgeMessagesCLI)|TestFetch(NamesFetch|Help)|TestRefusedRemote|TestHeldLockReleased|TestInteractiveLockAtPrepare|TestBadInput|TestReliabilityKillMidInput)$'
+	root_race='^(TestStdinFromFile|TestBatchUpdates.*|TestLog(PlainIsDropIn|Formats|GitHubActions|StdinAndConfig|Outcomes|Note.*)|TestSIGTERMWhileWaiting|TestGatherSIGTERM|TestSignalEarly|TestCoalesce(SameRef|Patience|Off)|TestShim(External|PushProgressSameAsGit|PushProgressTerminal|PushSameAsGit|Passthrough|UpdateRef|Retries|UnderRefretry|NoLoop)|TestPush(SameAsGit|LockHeldCLI|GitMissing|LogFile|NamesPush|AtomicUnsupported|ForgeRuleCLI|ForgeMessagesCLI)|TestFetch(NamesFetch|Help)|TestRefusedRemote|TestHeldLockReleased|TestInteractiveLockAtPrepare|TestBadInput|TestReliabilityKillMidInput)$'
 	step "go test -race: the packages with in-process concurrency, and the root package's tests of refretry's goroutines"
 	# git's own update-ref tests spend about half their time in lock waits of git's
 	# (docs/reliability.md): they run beside the race detector's step, which keeps

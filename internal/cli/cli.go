@@ -75,6 +75,11 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 	// real git (shim.go).
 	env = gitexec.Setenv(env, shim.BypassVar, "1")
 	l := readLine(args)
+	if !l.cmd.isDefault {
+		// Any command but update-ref may wait: signals are caught from the moment the
+		// command is known, before anything else is done (signals.go).
+		arm(ctx)
+	}
 	in := &invocation{ctx: ctx, opts: &Options{Dirs: l.dirs}, flags: l.flags, env: env, s: s}
 	if run, ok := l.cmd.direct(l.rest); ok && l.read {
 		// The plain path, and every command whose arguments kong does not read: no kong

@@ -21,7 +21,6 @@ type FetchCmd struct {
 
 // Run runs the fetch.
 func (c *FetchCmd) Run(in *invocation) error {
-	arm(in.ctx) // a fetch may take long: catch signals from the start (signals.go)
 	if err := in.check(); err != nil {
 		return err
 	}

@@ -195,7 +195,6 @@ type GatherLandCmd struct {
 
 // Run gathers until nothing is staged.
 func (c *GatherLandCmd) Run(in *invocation) error {
-	arm(in.ctx) // land may wait out another gather's lease: catch signals from the start (signals.go)
 	r, lg, err := c.runner(in, "gather land")
 	if err != nil {
 		return err

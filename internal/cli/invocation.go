@@ -21,6 +21,7 @@ type invocation struct {
 	flags map[string]string // the command line's text of every other option, by spelling (line.go)
 	env   []string
 	s     Streams
+	asGit bool // run by the shim, for a program that ran git (RunAsGit)
 
 	values Options           // from the caller, the command line and the environment (check)
 	set    map[string]bool   // the options those set, by flag name
@@ -82,7 +83,7 @@ func (in *invocation) settings() (settings.Settings, error) {
 // log starts the reports of one run of command (internal/report).
 func (in *invocation) log(command string) *report.Log {
 	c := report.Config{
-		Command: command, Stderr: in.s.Stderr, Getenv: in.getenv, Git: in.git(),
+		Command: command, Stderr: in.s.Stderr, Getenv: in.getenv, Git: in.git(), Shim: in.asGit,
 		File:       in.values.LogFile,
 		Configured: in.logConfigured,
 		Version:    func() string { return gitexec.Version(in.ctx, in.git(), in.env) },

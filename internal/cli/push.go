@@ -99,7 +99,6 @@ func setPushValue(f reflect.Value, spelling, value string) error {
 
 // Run runs the push.
 func (c *PushCmd) Run(in *invocation) error {
-	arm(in.ctx) // a push may take long: catch signals from the start (signals.go)
 	if err := in.check(); err != nil {
 		return err
 	}

@@ -159,15 +159,20 @@ func appendLine(path, line string) error {
 func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self string,
 	execGit func(path string, args, env []string) (int, error)) int {
 	getenv := func(k string) string { return gitexec.Getenv(env, k) }
+	call, ok := shim.Parse(args)
+	bypass := getenv(shim.BypassVar) != ""
+	ours := ok && !bypass && (call.UpdateRef() || call.Fetch() || call.Push())
+	if ours && !call.UpdateRef() {
+		// A push or a fetch may wait: signals are caught from the moment that is known,
+		// before anything else is done (signals.go).
+		arm(ctx)
+	}
 	found, err := shim.Find(getenv, self)
 	if err != nil {
 		fmt.Fprintf(s.Stderr, "refretry (as git): %v\n", err)
 		return report.ExitGitMissing
 	}
 	childEnv := gitexec.Setenv(env, shim.HandoffVar, found.Handoff)
-	call, ok := shim.Parse(args)
-	bypass := getenv(shim.BypassVar) != ""
-	ours := ok && !bypass && (call.UpdateRef() || call.Fetch() || call.Push())
 	if ok && !bypass && !ours {
 		// An external git-<name> (git filter-repo, say): the shim runs it itself, so
 		// that the git it runs is the shim again and not the git in git's exec path.
@@ -190,7 +195,7 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 		childEnv = gitexec.Setenv(childEnv, "GIT_DIR", call.GitDir)
 	}
 	childEnv = gitexec.Setenv(childEnv, shim.BypassVar, "1")
-	in := &invocation{ctx: ctx, opts: &Options{Dirs: call.Dirs, Git: found.Path}, env: childEnv, s: s}
+	in := &invocation{ctx: ctx, opts: &Options{Dirs: call.Dirs, Git: found.Path}, env: childEnv, s: s, asGit: true}
 	switch {
 	case call.Fetch():
 		return exitCode(s.Stderr, (&FetchCmd{Args: call.Args, GitArgs: call.Options}).Run(in))
@@ -207,7 +212,6 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 // (REFRETRY_PUSH_REBASE, refretry.pushRebase: settings.PushRebase, read once something
 // failed) and it can be rebased safely (package push).
 func shimPush(in *invocation, call shim.Call) error {
-	arm(in.ctx) // a push may take long: catch signals from the start (signals.go)
 	if err := in.check(); err != nil {
 		return err
 	}

@@ -10,10 +10,15 @@ import (
 )
 
 // Signals is how refretry reacts to SIGINT and SIGTERM: its context is cancelled,
-// git gets SIGTERM and removes its locks, and no further attempt starts. Catching
-// them costs a thread and a goroutine, so it starts only when a command is about to
-// wait for more than one git (see arm); until then the signals' default action ends
-// refretry, and a git already running finishes its one attempt on its own.
+// git gets SIGTERM and removes its locks, no further attempt starts, and refretry
+// exits 128 + the signal. Catching them costs a thread and a goroutine, which an
+// update that needs one git does not pay: update-ref (and the shim's update-ref and
+// the calls it hands to git) starts catching only when it is about to wait for more
+// than one git (see arm). Every other command starts as soon as its word is read
+// (Run, RunAsGit), before it starts a process, reads a setting or looks at anything.
+// Until then the signals' default action ends refretry: before a command's word is
+// read that is Go's start and the reading of the command line, with nothing started;
+// in update-ref's single first attempt, the git already running finishes on its own.
 type Signals struct {
 	once   sync.Once
 	cancel context.CancelFunc

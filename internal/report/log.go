@@ -21,6 +21,9 @@ type Config struct {
 	Stderr  io.Writer           // the caller's standard error
 	Getenv  func(string) string // the caller's environment (CI detection, GitHub's files)
 	Git     string              // the git executable, for the line about one that could not start
+	// Shim says the run is a git command run through the git shim, for the program
+	// that ran git: its failure is git's, recorded as a warning (ci.Config.Shim).
+	Shim bool
 
 	// Format and File are the log format and log file given as a flag or in the
 	// environment ("" for neither; Format may be "auto").
@@ -131,7 +134,7 @@ func (l *Log) open(format ci.Format, file string) {
 	if format == "" && logFile == nil {
 		return
 	}
-	op, err := ci.New(ci.Config{Command: l.c.Command, Format: format, Stderr: l.c.Stderr, LogFile: logFile, Getenv: l.c.Getenv})
+	op, err := ci.New(ci.Config{Command: l.c.Command, Shim: l.c.Shim, Format: format, Stderr: l.c.Stderr, LogFile: logFile, Getenv: l.c.Getenv})
 	if err != nil {
 		fmt.Fprintf(l.c.Stderr, "refretry: %v\n", err)
 		if l.logFile != nil {
