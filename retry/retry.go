@@ -30,6 +30,10 @@ const (
 	ReasonDeadline Reason = "deadline"     // the next attempt would start past the timeout
 	ReasonAttempts Reason = "max-attempts" // the attempt cap was reached
 	ReasonCanceled Reason = "canceled"     // the context was done
+	// For a budget that starts over while the run makes progress (a push waiting on
+	// other jobs; refretry's settings.Ceiling), what ended it instead of the deadline:
+	ReasonStalled Reason = "no-progress" // nothing moved for a whole budget
+	ReasonCeiling Reason = "ceiling"     // the hard limit on the budget's new starts
 )
 
 // Waiter is implemented by an error that says how long to wait before trying again

@@ -22,6 +22,10 @@ import (
 // locks for milliseconds; docs/defaults.md has the measurements.
 const DefaultStaleAfter = 2 * time.Minute
 
+// DefaultCeiling is the hard limit on a push whose budget counts only the time in
+// which nothing moved (Settings.Ceiling).
+const DefaultCeiling = 15 * time.Minute
+
 // Settings are the knobs a run needs only once something has failed.
 type Settings struct {
 	// Policy is the retry schedule and budget.
@@ -43,10 +47,25 @@ type Settings struct {
 	// refretry.pushRebase) for pushes whose command line is not refretry's: the git
 	// shim's `git push`. Only push reads it.
 	PushRebase bool
+	// Ceiling makes Policy.Timeout a budget of time without progress, for the pushes
+	// that wait on other jobs (a --rebase or --regenerate that keeps losing races to
+	// pushes that land, a --gather whose waves keep landing): while the remote's branch
+	// moves (or a gather lands a wave), a spent budget starts over, until Ceiling has
+	// passed since the run began, which no attempt outlasts. A run whose remote stopped
+	// moving ends when the budget does. A Ceiling of Policy.Timeout or less (a user's
+	// own --timeout) keeps the budget a plain deadline. Other commands ignore it.
+	Ceiling time.Duration
 }
 
 // Default is what a Runner whose Settings function is nil uses: [retry.DefaultPolicy]
-// and [DefaultStaleAfter], stale locks waited for and never removed.
+// and [DefaultStaleAfter], stale locks waited for and never removed, and
+// [DefaultCeiling].
 func Default() Settings {
-	return Settings{Policy: retry.DefaultPolicy(), StaleAfter: DefaultStaleAfter}
+	return Settings{Policy: retry.DefaultPolicy(), StaleAfter: DefaultStaleAfter, Ceiling: DefaultCeiling}
+}
+
+// Progressive reports whether the budget counts only the time without progress:
+// Ceiling is above Policy.Timeout.
+func (s Settings) Progressive() bool {
+	return s.Policy.Timeout > 0 && s.Ceiling > s.Policy.Timeout
 }

@@ -76,8 +76,14 @@ func (in *invocation) settings() (settings.Settings, error) {
 	if err := p.Validate(); err != nil {
 		return settings.Settings{}, err
 	}
+	// The default budget of a push that waits on other jobs counts only the time in
+	// which nothing moved, up to the ceiling; a timeout the user gave is a hard cap.
+	ceiling := settings.DefaultCeiling
+	if _, inConfig := in.config["refretry.timeout"]; in.set["--timeout"] || inConfig {
+		ceiling = p.Timeout
+	}
 	return settings.Settings{Policy: p, StaleAfter: v.StaleAfter, PIDGrace: v.PIDGrace, BreakStaleLocks: v.BreakStaleLocks,
-		PushRebase: v.PushRebase}, nil
+		PushRebase: v.PushRebase, Ceiling: ceiling}, nil
 }
 
 // log starts the reports of one run of command (internal/report).

@@ -122,22 +122,31 @@ func (a *Attempt) SettingsKnown() bool { return a.run.loaded }
 // starts, instead of the run ending.
 func (a *Attempt) Renew() { a.run.renewed = true }
 
+// Progress says that the remote moved under the command: another job's push landed,
+// so the pipeline is making progress even though this command has not got through
+// yet. With settings whose budget counts only the time without progress
+// (settings.Settings.Progressive), a spent budget then starts over, within the
+// settings' Ceiling.
+func (a *Attempt) Progress() { a.run.progressed = true }
+
 // run is one Run's state.
 type run struct {
 	*Engine
-	cmd     Command
-	curer   Curer // cmd, when it has a cure; else nil
-	start   time.Time
-	loaded  bool
-	s       settings.Settings
-	sErr    error
-	cured   bool          // the last failure was cured: the next attempt runs after run.pause
-	losses  int           // failures cured so far: the pause's window doubles with each
-	slot    time.Duration // the shortest attempt with its cure so far: the pause's unit
-	done    bool          // a cure found the command done: the next attempt ends the run
-	renewed bool          // progress since the budget started: a spent budget starts over
-	reached bool          // an attempt reached the remote (it failed otherwise than Refused, or succeeded)
-	refused bool          // no attempt reached the remote within RefusedGrace: the run ends
+	cmd        Command
+	curer      Curer     // cmd, when it has a cure; else nil
+	began      time.Time // when the run began (the ceiling counts from here)
+	start      time.Time // when the current budget began
+	loaded     bool
+	s          settings.Settings
+	sErr       error
+	cured      bool          // the last failure was cured: the next attempt runs after run.pause
+	losses     int           // failures cured so far: the pause's window doubles with each
+	slot       time.Duration // the shortest attempt with its cure so far: the pause's unit
+	done       bool          // a cure found the command done: the next attempt ends the run
+	renewed    bool          // progress since the budget started: a spent budget starts over
+	progressed bool          // the remote moved since the budget started (Attempt.Progress)
+	reached    bool          // an attempt reached the remote (it failed otherwise than Refused, or succeeded)
+	refused    bool          // no attempt reached the remote within RefusedGrace: the run ends
 }
 
 func (r *run) settings() (settings.Settings, error) {
@@ -153,10 +162,14 @@ func (r *run) settings() (settings.Settings, error) {
 }
 
 // policy is the retry loop's Resolve: the settings' policy, loaded after the first
-// failure.
+// failure; a budget that starts over is cut to what the ceiling leaves.
 func (r *run) policy() (retry.Policy, error) {
 	s, err := r.settings()
-	return s.Policy, err
+	p := s.Policy
+	if err == nil && s.Progressive() {
+		p.Timeout = max(min(p.Timeout, s.Ceiling-r.now().Sub(r.began)), time.Millisecond)
+	}
+	return p, err
 }
 
 func (r *run) left() time.Duration {
@@ -164,7 +177,11 @@ func (r *run) left() time.Duration {
 	if err != nil || s.Policy.Timeout <= 0 {
 		return 24 * time.Hour
 	}
-	return max(s.Policy.Timeout-r.now().Sub(r.start), 0)
+	left := s.Policy.Timeout - r.now().Sub(r.start)
+	if s.Progressive() {
+		left = min(left, s.Ceiling-r.now().Sub(r.began))
+	}
+	return max(left, 0)
 }
 
 func (r *run) note(kind, msg string) {
@@ -185,7 +202,8 @@ func (r *run) now() time.Time {
 func (e *Engine) Run(ctx context.Context, c Command) (int, error) {
 	r := &run{Engine: e, cmd: c}
 	r.curer, _ = c.(Curer)
-	r.start = r.now()
+	r.began = r.now()
+	r.start = r.began
 	err := r.loop(ctx, &retry.Retrier{
 		Retryable: r.retryable,
 		Clock:     e.Clock, Rand: e.Rand, OnAttempt: e.OnAttempt,
@@ -198,13 +216,24 @@ func (e *Engine) Run(ctx context.Context, c Command) (int, error) {
 }
 
 // loop runs the retry loop, and runs it again with a new budget when the budget ran
-// out after the command made progress (Attempt.Renew).
+// out after the command made progress (Attempt.Renew), or after the remote moved
+// (Attempt.Progress) while the ceiling allows. A budget that counted only the time
+// without progress says which rule ended it.
 func (r *run) loop(ctx context.Context, retrier *retry.Retrier) error {
 	for {
-		r.renewed = false
+		r.renewed, r.progressed = false, false
 		err := retrier.Do(ctx, r.attempt)
 		var ex *retry.ExhaustedError
-		if !errors.As(err, &ex) || !r.renewed || ex.Reason == retry.ReasonCanceled {
+		if !errors.As(err, &ex) || ex.Reason == retry.ReasonCanceled {
+			return err
+		}
+		s, _ := r.settings()
+		ceiling := s.Progressive() && r.now().Sub(r.began) >= s.Ceiling
+		if !r.renewed && (!r.progressed || !s.Progressive() || ceiling) {
+			if s.Progressive() && ex.Reason == retry.ReasonDeadline {
+				ex.Reason = map[bool]retry.Reason{true: retry.ReasonCeiling, false: retry.ReasonStalled}[ceiling]
+			}
+			ex.Elapsed = r.now().Sub(r.began)
 			return err
 		}
 		r.start = r.now() // progress was made: a new budget

@@ -36,12 +36,20 @@ type script struct {
 	ran      int
 	finalErr error
 	renewAt  int             // attempt at which Renew is called
+	progress bool            // every attempt reports that the remote moved (Progress)
+	starts   []time.Time     // when each attempt started, on clock
 	clock    *fakeClock      // when set, attempt n takes took[n-1] on it
 	took     []time.Duration // how long each attempt takes
 }
 
 func (s *script) Attempt(_ context.Context, a *Attempt) error {
 	s.ran++
+	if s.clock != nil {
+		s.starts = append(s.starts, s.clock.now)
+	}
+	if s.progress {
+		a.Progress()
+	}
 	if s.clock != nil && s.ran <= len(s.took) {
 		s.clock.now = s.clock.now.Add(s.took[s.ran-1])
 	}
@@ -185,6 +193,55 @@ func TestRenew(t *testing.T) {
 	var ex *retry.ExhaustedError
 	if code, err := e.Run(context.Background(), s); code != 1 || s.ran != 2 || !errors.As(err, &ex) {
 		t.Errorf("without progress: code %d, err %v after %d attempts; want gave up after 2", code, err, s.ran)
+	}
+}
+
+// TestProgress: with a budget that counts only the time without progress
+// (settings.Ceiling above the timeout), a run whose remote keeps moving goes on past
+// its budget, until the ceiling, which no attempt starts after; one whose remote does
+// not move ends with its budget; and each says which rule ended it. A ceiling at the
+// timeout (a user's own --timeout) keeps the plain deadline.
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		ceiling  time.Duration
+		progress bool
+		reason   retry.Reason
+		lastBy   time.Duration // the last attempt starts before this
+		minRan   int
+	}{
+		{"the remote moves", 35 * time.Second, true, retry.ReasonCeiling, 35 * time.Second, 8},
+		{"the remote stands still", 35 * time.Second, false, retry.ReasonStalled, 10 * time.Second, 2},
+		{"a hard timeout", 10 * time.Second, true, retry.ReasonDeadline, 10 * time.Second, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &fakeClock{now: time.Unix(0, 0)}
+			took := make([]time.Duration, 100)
+			for i := range took {
+				took[i] = 3 * time.Second
+			}
+			fails := make([]error, 100)
+			for i := range fails {
+				fails[i] = contention
+			}
+			s := &script{fails: fails, clock: clock, took: took, progress: tc.progress}
+			e := &Engine{Clock: clock, Rand: func() float64 { return 0.5 }, Settings: func() (settings.Settings, error) {
+				return settings.Settings{Ceiling: tc.ceiling, Policy: retry.Policy{Timeout: 10 * time.Second, MaxAttempts: 50,
+					InitialDelay: 100 * time.Millisecond, MaxDelay: time.Second, Multiplier: 2}}, nil
+			}}
+			_, err := e.Run(context.Background(), s)
+			var ex *retry.ExhaustedError
+			if !errors.As(err, &ex) || ex.Reason != tc.reason {
+				t.Fatalf("err %v; want it exhausted for %s", err, tc.reason)
+			}
+			last := s.starts[len(s.starts)-1].Sub(time.Unix(0, 0))
+			if s.ran < tc.minRan || last >= tc.lastBy || ex.Elapsed < last {
+				t.Errorf("%d attempts, the last starting at %v, elapsed %v; want at least %d, the last before %v",
+					s.ran, last, ex.Elapsed, tc.minRan, tc.lastBy)
+			}
+		})
 	}
 }
 
