@@ -4,31 +4,92 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/refretry/refretry/internal/harness/fakegit/fakegittest"
 )
 
-// TestNextLookPacesSlowLooks: a waiter's next look is spaced by when its commit may
-// land and by lookRate while looks are quick; when its last look was slow (a remote
-// that slows under load), the waiters together keep about one look in flight: the
-// number staged times the last look's time, up to busyCap.
+// TestNextLookPacesSlowLooks: without a forecast, a waiter's next look is spaced by
+// when its commit may land and by lookRate while looks are quick; when its last look
+// was slow (a remote that slows under load), the waiters together keep about one look
+// in flight: the number staged times the last look's time, up to busyCap.
 func TestNextLookPacesSlowLooks(t *testing.T) {
 	t.Parallel()
+	u := &run{clock: fakegittest.NewClockAt(time.Now())}
 	st := state{staged: map[string]string{}}
 	for i := range 64 {
 		st.staged[fmt.Sprintf("01a2-%02d", i)] = "c"
 	}
 	id := "01a2-00" // the oldest: the first a wave takes
-	quick := nextLook(st, id, 0)
+	quick := u.nextLook(st, id, 0)
 	if want := 64 * time.Second / lookRate; quick != want {
 		t.Errorf("64 staged, quick looks: %v, want %v (lookRate)", quick, want)
 	}
-	if got, want := nextLook(st, id, 100*time.Millisecond), 6400*time.Millisecond; got != want {
+	if got, want := u.nextLook(st, id, 100*time.Millisecond), 6400*time.Millisecond; got != want {
 		t.Errorf("64 staged, looks of 100ms: %v, want %v", got, want)
 	}
-	if got := nextLook(st, id, 2*time.Second); got != busyCap {
+	if got := u.nextLook(st, id, 2*time.Second); got != busyCap {
 		t.Errorf("64 staged, looks of 2s: %v, want busyCap %v", got, busyCap)
 	}
 	one := state{staged: map[string]string{id: "c"}}
-	if got, want := nextLook(one, id, 100*time.Millisecond), waveCost+commitCost; got != want {
+	if got, want := u.nextLook(one, id, 100*time.Millisecond), waveCost+commitCost; got != want {
 		t.Errorf("alone, looks of 100ms: %v, want %v (a wave's cost)", got, want)
+	}
+}
+
+// TestNextLookForecast: with the gatherer's forecast ahead, a waiter looks a look's
+// time after the wave that takes its commit lands: the forecast one when the commit
+// was staged before that wave was taken, else the one after; a forecast past, or one
+// absurdly far, is not waited for beyond busyCap.
+func TestNextLookForecast(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	u := &run{clock: fakegittest.NewClockAt(now)}
+	idAt := func(at time.Time) string { // a UUIDv7 whose time is at
+		b, err := uuid.NewV7()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := at.UnixMilli()
+		b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
+		return b.String()
+	}
+	f := forecast{at: now.Add(2 * time.Second), wave: 1500 * time.Millisecond}
+	took := 100 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		eta    forecast
+		staged time.Time
+		want   time.Duration
+	}{
+		{"staged before the wave was taken", f, now.Add(-time.Second), 2*time.Second + took},
+		{"staged after", f, now.Add(time.Second), 3500*time.Millisecond + took},
+		{"far ahead", forecast{at: now.Add(time.Hour), wave: time.Second}, now, busyCap},
+	} {
+		id := idAt(tc.staged)
+		st := state{staged: map[string]string{id: "c"}, eta: tc.eta}
+		if got := u.nextLook(st, id, took); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	past := state{staged: map[string]string{"x": "c"}, eta: forecast{at: now.Add(-time.Second), wave: time.Second}}
+	if got, want := u.nextLook(past, "x", took), waveCost+commitCost; got != want {
+		t.Errorf("a forecast past: %v, want the pace without one, %v", got, want)
+	}
+}
+
+// TestParseForecast: an eta ref's last component, and what is not one.
+func TestParseForecast(t *testing.T) {
+	t.Parallel()
+	n := newNames("main")
+	f := forecast{at: time.UnixMilli(1765000000123), wave: 2500 * time.Millisecond}
+	ref := n.eta(f)
+	if ref != "refs/refretry/eta/main/1765000000123-2500" {
+		t.Fatalf("eta ref %q", ref)
+	}
+	st := parseState(n, "c1\t"+ref+"\nc2\trefs/refretry/eta/main/nonsense\nc3\trefs/refretry/eta/main/5-x\n")
+	if !st.eta.at.Equal(f.at) || st.eta.wave != f.wave || len(st.etaRefs) != 1 || st.etaRefs[ref] != "c1" {
+		t.Errorf("parsed %+v, refs %v; want %+v from %s alone", st.eta, st.etaRefs, f, ref)
 	}
 }

@@ -25,21 +25,6 @@ import (
 const (
 	DefaultMaxPerWave   = 64
 	DefaultLeaseTimeout = 30 * time.Second
-	// A waiter's looks at the remote (nextLook): the first one a quarter of the time its
-	// staging push took after it (the server's pace), between pollMin and
-	// pollFirstMax; then about the time a gather takes to reach its commit, waveCost
-	// and commitCost for each commit ahead of it, never more than lookRate looks a
-	// second from all waiters together, and at most pollCap apart (busyCap when the
-	// looks themselves are slow: one look in flight at a time); pollErr after a look
-	// that failed.
-	pollMin      = 100 * time.Millisecond
-	pollFirstMax = 500 * time.Millisecond
-	waveCost     = 300 * time.Millisecond
-	commitCost   = 20 * time.Millisecond
-	lookRate     = 48
-	pollCap      = 5 * time.Second
-	busyCap      = 15 * time.Second
-	pollErr      = time.Second
 )
 
 // Runner lands one job's commit on a branch of a remote through a gather (see the
@@ -70,8 +55,15 @@ type Runner struct {
 	// Accept are staged ids a gather lands although they do not verify: a human's
 	// decision, for `refretry gather land`.
 	Accept []string
-	// Settings supplies the budget (its policy's Timeout bounds the whole run; the
-	// staging push is retried on its schedule). nil means retry.DefaultPolicy.
+	// NoWait makes Run stage the commit and return, without waiting for a gather or
+	// gathering: the matrix jobs of a fan-in, whose commits a later job lands with
+	// Land (`refretry gather land`). Result.Landed is then false, and ExitCode 0 once
+	// the commit is staged.
+	NoWait bool
+	// Settings supplies the budget and the staging push's retry schedule. The budget
+	// is its policy's Timeout, counted as time in which the remote did not move (no
+	// wave landed, the branch stood still) up to its Ceiling when the settings are
+	// Progressive, else a plain deadline. nil means settings.Default().
 	Settings func() (settings.Settings, error)
 
 	// Note, if set, is told what happened (staged, gathered, landed, a lease taken
@@ -165,23 +157,27 @@ func (e *DiscardedError) Error() string {
 // run is one Run's state.
 type run struct {
 	*Runner
-	t         target
-	n         names
-	repo      replay.Repo
-	http      httpconf.Settings
-	env       []string
-	policy    retry.Policy
-	clock     retry.Clock    // the Runner's, or the real one
-	random    func() float64 // the Runner's, or the process-wide source
-	start     time.Time
-	res       Result
-	lastPush  gitexec.Captured
-	errOut    io.Writer       // the run's stderr (nil: discarded)
-	perWave   int             // staged commits a gather takes (halved when a remote refuses as many)
-	shallow   bool            // the repository is a shallow clone
-	boundary  []string        // its shallow boundary commits
-	untrusted map[string]bool // staged ids that did not verify, each named once
-	err       error
+	t           target
+	n           names
+	repo        replay.Repo
+	http        httpconf.Settings
+	env         []string
+	policy      retry.Policy
+	progressive bool           // the budget counts time without progress (settings.Settings.Progressive)
+	ceiling     time.Duration  // then: the hard limit from start
+	clock       retry.Clock    // the Runner's, or the real one
+	random      func() float64 // the Runner's, or the process-wide source
+	start       time.Time
+	moved       time.Time // when the budget last started: at start, and at each progress
+	res         Result
+	lastPush    gitexec.Captured
+	pushTook    time.Duration   // how long the last wave's push took
+	errOut      io.Writer       // the run's stderr (nil: discarded)
+	perWave     int             // staged commits a gather takes (halved when a remote refuses as many)
+	shallow     bool            // the repository is a shallow clone
+	boundary    []string        // its shallow boundary commits
+	untrusted   map[string]bool // staged ids that did not verify, each named once
+	err         error
 }
 
 // Run lands the commit of one git push through a gather: it stages the commit and
@@ -228,11 +224,15 @@ func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, e
 		return u.res, err
 	}
 	began := u.clock.Now()
-	if err := u.stage(ctx, commit); err != nil {
+	held, err := u.stage(ctx, commit)
+	if err != nil || u.NoWait {
+		if err == nil {
+			u.notify("%s stays staged until a gather lands it: `refretry gather land %s %s` (a fan-in job), or another job's",
+				u.res.ID, u.t.remote, u.n.branch)
+		}
 		return u.res, err
 	}
-	staging := u.since(began)
-	return u.res, u.wait(ctx, staging)
+	return u.res, u.wait(ctx, u.since(began), held)
 }
 
 // exitCode is the exit code of a run that ended with err (Result.ExitCode).
@@ -263,6 +263,7 @@ func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) *run {
 		u.random = realtime.Float64
 	}
 	u.start = u.clock.Now()
+	u.moved = u.start
 	if r.Key != nil && len(r.Key) < MinKeyLen {
 		u.err = &KeyError{Len: len(r.Key)}
 		return u
@@ -270,9 +271,11 @@ func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) *run {
 	u.repo = replay.Repo{Git: r.git(), Dirs: r.Dirs, Env: r.Env}
 	u.http = httpconf.Look(ctx, r.git(), r.Dirs, r.Env, t.remote, httpconf.Floor{})
 	u.env = u.http.Env(r.Env)
-	if u.policy, u.err = r.policyOrDefault(); u.err != nil {
+	s, err := r.settingsOrDefault()
+	if u.err = err; err != nil {
 		return u
 	}
+	u.policy, u.progressive, u.ceiling = s.Policy, s.Progressive(), s.Ceiling
 	if !u.repo.AtLeast(ctx, 2, 40) {
 		u.err = fmt.Errorf("gather needs git 2.40 or later (merge-tree --merge-base); %s is %s",
 			r.git(), gitexec.Version(ctx, r.git(), r.Env))
@@ -309,12 +312,11 @@ func (u *run) cleanup() {
 
 func (r *Runner) git() string { return gitexec.Path(r.Git) }
 
-func (r *Runner) policyOrDefault() (retry.Policy, error) {
+func (r *Runner) settingsOrDefault() (settings.Settings, error) {
 	if r.Settings == nil {
-		return retry.DefaultPolicy(), nil
+		return settings.Default(), nil
 	}
-	s, err := r.Settings()
-	return s.Policy, err
+	return r.Settings()
 }
 
 func (r *Runner) notify(format string, a ...any) {
@@ -349,14 +351,6 @@ func (u *run) stderr() io.Writer {
 		return u.errOut
 	}
 	return io.Discard
-}
-
-// left is what the budget has left.
-func (u *run) left() time.Duration {
-	if u.policy.Timeout <= 0 {
-		return time.Hour
-	}
-	return u.policy.Timeout - u.since(u.start)
 }
 
 // since is the time since t, on the run's clock.
@@ -431,18 +425,23 @@ func (u *run) parents(ctx context.Context, rev string) (string, []string) {
 	return f[0], f[1:]
 }
 
-// stage pushes commit to a staged ref of its own, retried as any push is.
-func (u *run) stage(ctx context.Context, commit string) error {
+// stage pushes commit to a staged ref of its own, retried as any push is, and in the
+// same push (not atomic) offers to take the free lease for it: held reports whether
+// this job took it, and so gathers. A lease another job holds, or takes first, only
+// fails that part of the push (push.Runner's Optional): so one job of many that
+// stage at once gathers, and no other job pushes for the lease. A job that does not
+// wait (NoWait) stages alone.
+func (u *run) stage(ctx context.Context, commit string) (held bool, err error) {
 	id, err := newID()
 	if err != nil {
-		return err
+		return false, err
 	}
 	id = signedID(u.Key, u.n.branch, id, commit)
 	ref := u.n.staged(id)
 	var out, errOut bytes.Buffer
 	p := &push.Runner{
-		Git: u.git(), Dirs: u.Dirs, Env: u.Env,
-		Settings: func() (settings.Settings, error) { return settings.Settings{Policy: u.policy}, nil },
+		Git: u.git(), Dirs: u.Dirs, Env: u.Env, NoAtomic: true,
+		Settings: func() (settings.Settings, error) { return settings.Settings{Policy: u.stagingPolicy()}, nil },
 		OnAttempt: func(a retry.Attempt) {
 			u.res.Pushes++
 			if u.OnAttempt != nil {
@@ -451,167 +450,56 @@ func (u *run) stage(ctx context.Context, commit string) error {
 		},
 		Note: u.Note, Clock: u.clock, Rand: u.random,
 	}
-	args := append(append(append([]string(nil), u.t.options...), "--porcelain", u.t.remote), commit+":"+ref)
-	res, err := p.Run(ctx, args, nil, &out, &errOut)
+	args := append(append([]string(nil), u.t.options...), "--porcelain")
+	specs := []string{commit + ":" + ref}
+	if !u.NoWait {
+		p.Optional = []string{u.n.lease()}
+		args = append(args, "--force-with-lease="+u.n.lease()+":")
+		specs = append(specs, commit+":"+u.n.lease())
+	}
+	res, err := p.Run(ctx, append(append(args, u.t.remote), specs...), nil, &out, &errOut)
 	if res.ExitCode != 0 {
 		u.stderr().Write(errOut.Bytes())
-		var pe *failure.Error
-		if errors.As(err, &pe) && pe.Class == failure.Declined && push.SignatureRule(pe.Policy) {
-			return fmt.Errorf("the remote refused the staged commit %s for its signature (%s): %w", replay.Short(commit), pe.Message, err)
-		}
-		if errors.As(err, &pe) && (pe.Class == failure.Declined || pe.Class == failure.Rejected) {
-			return fmt.Errorf("the remote refused the staged ref %s (%s): it does not accept refs outside "+
-				"refs/heads and refs/tags, or a rule forbids them; push with --rebase or --regenerate instead: %w", ref, pe.Message, err)
-		}
-		return err
+		return false, u.refusedStaging(err, commit, ref)
 	}
 	u.res.ID, u.res.Staged = id, commit
-	u.notify("staged %s as %s", replay.Short(commit), ref)
-	return nil
+	held = !u.NoWait && pushed(res.Report, u.n.lease())
+	u.notify("staged %s as %s%s", replay.Short(commit), ref, map[bool]string{true: ", and took the gather lease", false: ""}[held])
+	return held, nil
 }
 
-// wait watches the remote until the staged commit is gathered, gathering when
-// elected: when the lease is free (the first to take it gathers; a failed take costs
-// the others one look, as git refuses it before sending anything), or when the lease
-// has not changed for the job's patience: LeaseTimeout at first, doubled after each
-// take-over it makes. A take-over ends the holder's wave, so two live jobs whose
-// waves take longer than LeaseTimeout would otherwise take the lease from each other
-// for ever; the doubling lets the patience outgrow the wave.
-// Every look is a request to the server that every waiting job makes, so a waiter
-// looks when its commit may have landed (see nextLook), not at a fixed pace.
-func (u *run) wait(ctx context.Context, staging time.Duration) error {
-	id, mine := u.res.ID, u.res.Staged
-	var (
-		leaseSeen  string    // the lease value last seen
-		moved      string    // another commit the last look saw at the job's staged ref
-		leaseSince time.Time // since when it has been seen unchanged (or free)
-		patience   = u.leaseTimeout()
-		lastErr    error
-		delay      = min(max(staging/4, pollMin), pollFirstMax)
-	)
-	for {
-		if reason := u.pause(ctx, delay, lastErr); reason != "" {
-			return u.notLanded(ctx, reason)
-		}
-		lookStart := u.clock.Now()
-		st, err := u.look(ctx)
-		took := u.since(lookStart)
-		if lastErr = err; err != nil {
-			delay = pollErr
-			continue
-		}
-		if c, ok := st.staged[id]; !ok {
-			return u.outcome(ctx, st)
-		} else if c != mine {
-			// Moved by someone else, once two looks in a row agree (a look taken while
-			// the remote updates its refs has shown a null id).
-			if c == moved && !nullID(c) {
-				return &MovedError{Ref: u.n.staged(id), Commit: mine, Now: c}
-			}
-			moved, delay = c, pollMin
-			continue
-		}
-		moved = ""
-		if st.lease != leaseSeen || leaseSince.IsZero() {
-			leaseSeen, leaseSince = st.lease, u.clock.Now()
-		}
-		held := ""
-		switch {
-		case st.lease == mine: // ours: taken in an attempt whose answer was lost
-			held = mine
-		case st.lease == "":
-			if u.takeLease(ctx, "", mine) {
-				held = mine
-			}
-		case st.lease != "" && u.since(leaseSince) > patience:
-			u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), patience)
-			patience *= 2
-			if u.takeLease(ctx, st.lease, mine) {
-				held = mine
-			}
-		}
-		if held != "" {
-			if st, err = u.gatherAll(ctx, st, held); err != nil {
-				return err
-			}
-			if _, ok := st.staged[id]; !ok {
-				return u.outcome(ctx, st)
-			}
-			// What was seen before this job held the lease says nothing about the
-			// lease now: a value seen again (another job's commit, taken back) starts
-			// a new wait.
-			leaseSeen, leaseSince, delay = "", time.Time{}, 0
-			continue
-		}
-		delay = u.jitter(nextLook(st, id, took))
+// stagingPolicy is the staging push's retry policy: the run's, its deadline what the
+// budget leaves.
+func (u *run) stagingPolicy() retry.Policy {
+	p := u.policy
+	if p.Timeout > 0 {
+		p.Timeout = max(u.left(), time.Millisecond)
 	}
+	return p
 }
 
-// pause waits d, and says why the run must end instead: the budget ended, or ctx's.
-func (u *run) pause(ctx context.Context, d time.Duration, lastErr error) string {
-	if d > 0 && u.left() > 0 {
-		if err := u.clock.Sleep(ctx, min(d, u.left())); err != nil {
-			return err.Error()
+// pushed reports whether a push's report shows ref updated (or already at its value).
+func pushed(r push.Report, ref string) bool {
+	for _, s := range r.Refs {
+		if s.To == ref {
+			return !s.Rejected()
 		}
 	}
-	if u.left() > 0 {
-		return ""
-	}
-	reason := "the budget ended"
-	if lastErr != nil {
-		reason += "; last look at the remote: " + lastErr.Error()
-	}
-	return reason
+	return false
 }
 
-// notLanded ends a run whose commit has not landed, after one last look: a gather
-// may have taken the commit since. A lease taken and not used is let go.
-func (u *run) notLanded(ctx context.Context, reason string) error {
-	ctx = context.WithoutCancel(ctx)
-	id, mine := u.res.ID, u.res.Staged
-	st, err := u.look(ctx)
-	if err == nil {
-		if st.lease == mine {
-			u.takeLease(ctx, mine, "")
-		}
-		if _, ok := st.staged[id]; !ok {
-			return u.outcome(ctx, st)
-		}
+// refusedStaging is the error of a staging push that failed for good (err), with what
+// the remote's refusal means for a gather.
+func (u *run) refusedStaging(err error, commit, ref string) error {
+	var pe *failure.Error
+	switch {
+	case errors.As(err, &pe) && pe.Class == failure.Declined && push.SignatureRule(pe.Policy):
+		return fmt.Errorf("the remote refused the staged commit %s for its signature (%s): %w", replay.Short(commit), pe.Message, err)
+	case errors.As(err, &pe) && (pe.Class == failure.Declined || pe.Class == failure.Rejected):
+		return fmt.Errorf("the remote refused the staged ref %s (%s): it does not accept refs outside "+
+			"refs/heads and refs/tags, or a rule forbids them; push with --rebase or --regenerate instead: %w", ref, pe.Message, err)
 	}
-	return &NotLandedError{Ref: u.n.staged(id), Commit: mine, Elapsed: u.since(u.start), Reason: reason}
-}
-
-// outcome is what became of the job's staged commit, gone from the staged refs.
-func (u *run) outcome(ctx context.Context, st state) error {
-	id := u.res.ID
-	if c, ok := st.conflict[id]; ok {
-		return u.conflicted(ctx, c)
-	}
-	if c, ok := st.discarded[id]; ok {
-		u.pushRefs(ctx, []string{"--force-with-lease=" + u.n.discarded(id) + ":" + c, ":" + u.n.discarded(id)})
-		return &DiscardedError{Ref: u.n.staged(id), Commit: c}
-	}
-	u.res.Landed = true
-	if u.res.Gathered == 0 {
-		u.notify("%s landed on %s, gathered by another job", replay.Short(u.res.Staged), u.n.branch)
-	}
-	return nil
-}
-
-// conflicted reports the job's own conflict: it replays its commit onto the branch
-// to name the paths, and removes the conflict ref (the commit stays in the job's
-// repository).
-func (u *run) conflicted(ctx context.Context, commit string) error {
-	e := &ConflictError{Commit: commit, Ref: u.n.conflict(u.res.ID), Push: u.t.plainPush()}
-	if tips, err := u.fetch(ctx, []string{u.n.head()}, 2); err == nil {
-		e.Onto = tips[0]
-		var ce *replay.ConflictError
-		if _, err := u.repo.Pick(ctx, commit, commit+"^", e.Onto, replay.Keep{}); errors.As(err, &ce) {
-			e.Paths = ce.Paths
-		}
-	}
-	u.pushRefs(ctx, []string{"--force-with-lease=" + e.Ref + ":" + commit, ":" + e.Ref})
-	return e
+	return err
 }
 
 // look reads the remote's refs of the branch.
@@ -688,22 +576,6 @@ func (u *run) pushRefs(ctx context.Context, refspecs []string) (bool, *failure.E
 		u.OnAttempt(a)
 	}
 	return perr == nil, perr
-}
-
-// nextLook is how long a waiter lets pass before its next look at the remote, st
-// being what it saw and took how long that look took, before jitter (the caller
-// spreads it over ±50 %, so that looks spread out): about the time a gather takes to
-// reach its commit (each wave takes the oldest first), and never so soon that all
-// waiting jobs together look more than lookRate times a second. A look costs the
-// remote about what it took, and on a remote that slows under load (a small server,
-// or one that shares its cores with the jobs) the looks would take the gatherer's
-// time: so the waiters together also keep at most about one look in flight, each
-// waiting len(st.staged) times its last look, up to busyCap.
-func nextLook(st state, id string, took time.Duration) time.Duration {
-	ahead := slices.Index(st.order(), id) + 1
-	d := max(waveCost+time.Duration(ahead)*commitCost, time.Duration(len(st.staged))*time.Second/lookRate)
-	d = min(max(d, pollMin), pollCap)
-	return max(d, min(time.Duration(len(st.staged))*took, busyCap))
 }
 
 // nullID reports whether oid is git's null object id (all zeros), never a commit.

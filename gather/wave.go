@@ -19,23 +19,26 @@ const staleAge = time.Hour
 // gatherAll gathers wave after wave with the lease held at held, from what st shows,
 // until nothing is staged (then it lets the lease go), the lease is no longer its
 // (another gatherer took it over), or the budget ends. It returns the last state it
-// saw of the remote.
+// saw of the remote. Each wave's push also publishes when the next one lands (an eta
+// ref, forecast from this one's length), for the waiters' looks.
 func (u *run) gatherAll(ctx context.Context, st state, held string) (state, error) {
+	began := u.clock.Now() // when the look that chose the wave began, about
 	for {
 		ids := u.pick(st)
 		if len(ids) == 0 || u.left() <= 0 {
-			u.takeLease(context.WithoutCancel(ctx), held, "")
+			u.release(ctx, st, held)
 			return st, nil
 		}
-		next, err := u.gather(ctx, ids, st.staged, held)
+		next, err := u.gather(ctx, ids, st, held, began)
 		if err != nil {
-			u.takeLease(context.WithoutCancel(ctx), held, "") // the others gather without this job
+			u.release(ctx, st, held) // the others gather without this job
 			return st, err
 		}
+		began = u.clock.Now()
 		seen, err := u.look(ctx)
 		if err != nil {
 			u.notify("looking at the remote after a gather: %v; letting the lease go", err)
-			u.takeLease(context.WithoutCancel(ctx), next, "")
+			u.release(ctx, st, next)
 			return st, nil
 		}
 		st = seen
@@ -49,23 +52,42 @@ func (u *run) gatherAll(ctx context.Context, st state, held string) (state, erro
 	}
 }
 
+// release lets the lease go, held at value, and removes the forecasts st shows, in one
+// push; when that fails (a forecast changed), the lease alone.
+func (u *run) release(ctx context.Context, st state, value string) {
+	ctx = context.WithoutCancel(ctx)
+	specs := []string{"--force-with-lease=" + u.n.lease() + ":" + value, ":" + u.n.lease()}
+	if ok, _ := u.pushRefs(ctx, append(specs, u.dropForecasts(st)...)); !ok && len(st.etaRefs) > 0 {
+		u.takeLease(ctx, value, "")
+	}
+}
+
+// dropForecasts are the refspecs that delete the forecasts st shows, each at its value.
+func (u *run) dropForecasts(st state) []string {
+	var specs []string
+	for ref, oid := range st.etaRefs {
+		specs = append(specs, "--force-with-lease="+ref+":"+oid, ":"+ref)
+	}
+	return specs
+}
+
 // gather runs one wave of the staged commits ids with the lease held at value: it
 // replays them onto the branch and pushes the branch, the staged refs' deletions (and
-// conflicts' moves) and the lease's new value (the new tip, so that waiters see it
-// move) in one atomic push. A failed push changes nothing: the caller looks again.
-// It returns the lease's value if the push went through. seen are the staged
-// commits as the look that chose ids saw them (and verified them, with a Key): a
-// staged ref that holds another commit when fetched was moved since, and the wave
-// is left for the next look; the push's leases hold each staged ref at what was seen.
-func (u *run) gather(ctx context.Context, ids []string, seen map[string]string, value string) (string, error) {
+// conflicts' moves), the lease's new value (the new tip, so that waiters see it move)
+// and the forecast of the next wave in one atomic push. A failed push changes nothing:
+// the caller looks again. It returns the lease's value if the push went through. st is
+// the look that chose ids (it began about began): a staged ref that holds another
+// commit when fetched than st shows was moved since, and the wave is left for the next
+// look; the push's leases hold each staged ref at what st showed.
+func (u *run) gather(ctx context.Context, ids []string, st state, value string, began time.Time) (string, error) {
 	w := &wave{ids: ids}
 	if err := u.fetchWave(ctx, w); err != nil {
 		u.notify("fetching %d staged commits: %v", len(ids), err)
 		return value, nil
 	}
 	for i, id := range ids {
-		if w.commits[i] != seen[id] {
-			u.notify("%s moved from %s to %s while it was fetched; looking again", u.n.staged(id), replay.Short(seen[id]), replay.Short(w.commits[i]))
+		if w.commits[i] != st.staged[id] {
+			u.notify("%s moved from %s to %s while it was fetched; looking again", u.n.staged(id), replay.Short(st.staged[id]), replay.Short(w.commits[i]))
 			return value, nil
 		}
 	}
@@ -80,15 +102,36 @@ func (u *run) gather(ctx context.Context, ids []string, seen map[string]string, 
 	if w.tip != w.head {
 		next = w.tip
 	}
-	if ok, perr := u.pushRefs(ctx, u.waveSpecs(w, value, next)); !ok {
+	specs := append(u.waveSpecs(w, value, next), u.forecastSpecs(st, next, began)...)
+	pushBegan := u.clock.Now()
+	ok, perr := u.pushRefs(ctx, specs)
+	u.pushTook = u.since(pushBegan)
+	if !ok {
 		return value, u.refused(w, perr)
 	}
 	if len(w.landed) > 0 {
 		u.res.Waves++
 		u.res.Gathered += len(w.landed)
+		u.progress()
 		u.notify("gathered %d staged commits onto %s as %s (%d left to their jobs)", len(w.landed), u.n.branch, replay.Short(w.tip), len(w.conflicts))
 	}
 	return next, nil
+}
+
+// forecastSpecs are the refspecs that replace st's forecasts with this wave's: the
+// next wave takes what is staged when this push ends and takes as long as this one
+// did, from the look that began it (began) to its push's end (as long as the last
+// push took), so it lands about that long after. tip is an object the push leaves on
+// the remote, for the forecast ref to hold.
+func (u *run) forecastSpecs(st state, tip string, began time.Time) []string {
+	end := u.clock.Now().Add(u.pushTook)
+	f := forecast{wave: end.Sub(began)}
+	f.at = end.Add(f.wave)
+	ref := u.n.eta(f)
+	if _, ok := st.etaRefs[ref]; ok {
+		return nil // the same forecast again (a clock that stood still): kept as it is
+	}
+	return append(u.dropForecasts(st), "--force-with-lease="+ref+":", tip+":"+ref)
 }
 
 // wave is one gather's work: the staged commits it takes, and what replaying them

@@ -3,6 +3,7 @@ package push
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/refretry/refretry/failure"
@@ -86,7 +87,7 @@ var classRank = map[failure.Class]int{
 // decide first; only a push that printed none is judged by its error message. A
 // failure it does not recognise is failure.Other, which is never retried.
 func Classify(exitCode int, stdout, stderr []byte) *failure.Error {
-	return classify(exitCode, stdout, stderr).err
+	return classify(exitCode, stdout, stderr, nil).err
 }
 
 // verdict is one attempt as the Runner needs it: the failure, and the porcelain's refs
@@ -98,11 +99,17 @@ type verdict struct {
 	classes []failure.Class
 }
 
-func classify(exitCode int, stdout, stderr []byte) verdict {
+// The rejection of a ref in optional (Runner.Optional) neither decides the class nor
+// fails the push.
+func classify(exitCode int, stdout, stderr []byte, optional []string) verdict {
 	rep := ParsePorcelain(stdout)
 	v := verdict{report: rep}
 	if exitCode == 0 {
 		return v
+	}
+	judged, optionalOnly := withoutOptional(rep.Refs, optional)
+	if optionalOnly {
+		return v // git exited 1 for the optional refs alone
 	}
 	e := &failure.Error{Command: "push", ExitCode: exitCode, Class: failure.Other}
 	v.err = e
@@ -111,12 +118,12 @@ func classify(exitCode int, stdout, stderr []byte) verdict {
 		return v
 	}
 	rejected := false
-	for _, s := range rep.Refs {
+	for _, s := range judged {
 		rejected = rejected || s.Rejected()
 	}
 	if rejected {
 		ev := remoteEvidence(stderr)
-		v.classes = classifyRefs(e, rep.Refs, ev)
+		v.classes = classifyRefs(e, judged, ev)
 		if e.Class == failure.Declined && policyReasons[refReason(e)] {
 			e.Policy = ev.policy
 		}
@@ -142,6 +149,25 @@ func classify(exitCode int, stdout, stderr []byte) verdict {
 		e.Class, e.Cause = failure.Transport, te
 	}
 	return v
+}
+
+// withoutOptional is refs with the rejections of optional refs taken for successes,
+// for judging the push; optionalOnly is set when those were its only rejections.
+func withoutOptional(refs []RefStatus, optional []string) (judged []RefStatus, optionalOnly bool) {
+	if len(optional) == 0 {
+		return refs, false
+	}
+	judged = slices.Clone(refs)
+	others := false
+	for i, s := range judged {
+		switch {
+		case s.Rejected() && slices.Contains(optional, s.To):
+			judged[i].Flag, optionalOnly = '=', true
+		case s.Rejected():
+			others = true
+		}
+	}
+	return judged, optionalOnly && !others
 }
 
 // classifyRefs picks the class of a push with rejected refs from the worst of them,

@@ -84,6 +84,12 @@ func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, 
 	if err != nil {
 		return engine.Stop, err
 	}
+	if onto != r.onto {
+		// Another job's push landed: the pipeline moves, whether or not this push
+		// gets through next time (a budget that counts time without progress).
+		r.onto = onto
+		a.Progress()
+	}
 	src := r.repo().RevParse(ctx, c.ref.From+"^{commit}")
 	switch {
 	case src == "":

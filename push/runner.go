@@ -47,6 +47,12 @@ type Runner struct {
 	// top of the work tree, and what it changed is committed with the job's author and
 	// message and pushed (regenerate.go). The job's own commit is kept at OriginalRef.
 	Regenerate string
+	// Optional are refs (destinations, in full) that the push may fail to update: a
+	// rejection of one of them neither decides how the push is judged nor is retried,
+	// and a push whose only rejections are theirs succeeds (exit 0); Result.Report
+	// shows what became of each. With NoAtomic, for a ref a push offers to create
+	// only if nobody else has (gather's lease, taken in the staging push).
+	Optional []string
 	// Progress asks git for its progress meter (--progress) unless the caller's
 	// arguments decide it (-q, --quiet, --progress, --no-progress): git push shows it
 	// by default when its stderr is a terminal, and git run here has a pipe, so a
@@ -134,7 +140,7 @@ func (p *Runner) usage(ctx context.Context, args Args, stdout, stderr io.Writer)
 	if !ran {
 		return Result{ExitCode: 128}, &gitexec.StartError{Err: runErr}
 	}
-	if v := classify(code, nil, nil); v.err != nil {
+	if v := classify(code, nil, nil, nil); v.err != nil {
 		return Result{ExitCode: code}, v.err
 	}
 	return Result{}, nil
@@ -169,6 +175,7 @@ type pushRun struct {
 	rebase   bool            // a push behind the remote is rebased: Rebase, or the settings' opt-in
 	optIn    bool            // the settings' PushRebase was looked at (optin.go)
 	sign     *replay.Signing // whether replays are signed, once read (replayer)
+	onto     string          // the remote's tip the last cure fetched
 	// pending is the cure (a rebase, a regeneration) the next attempt applies before
 	// it pushes: after the engine's pause, so that the remote's tip it fetches is as
 	// fresh as it can be when the push follows.
@@ -207,7 +214,7 @@ func (r *pushRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 	if r.last, err = gitexec.Capture(cmd); err != nil {
 		return err
 	}
-	r.verdict = classify(r.last.Code, r.last.Stdout, r.last.Stderr)
+	r.verdict = classify(r.last.Code, r.last.Stdout, r.last.Stderr, r.Optional)
 	if e := r.verdict.err; e != nil {
 		if r.verdict.report.URL != "" {
 			r.url = r.verdict.report.URL

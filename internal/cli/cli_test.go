@@ -238,7 +238,7 @@ func TestUsage(t *testing.T) {
 	want := `Usage: refretry [options] <git update-ref arguments>
        refretry [options] update-ref <git update-ref arguments>
        refretry [options] push [--no-atomic] [--rebase] [--regenerate COMMAND] <git push arguments>
-       refretry [options] push --gather [--gather-max N] [--gather-lease DURATION] [--gather-key-file FILE] [--gather-max-age DURATION] <remote> [<src>:]<branch>
+       refretry [options] push --gather [--gather-max N] [--gather-lease DURATION] [--gather-key-file FILE] [--gather-max-age DURATION] [--no-wait] <remote> [<src>:]<branch>
        refretry [options] gather list|land|discard [--key-file FILE] <remote> <branch> [<id>...]
        refretry [options] fetch <git fetch arguments>
        refretry version

@@ -37,7 +37,7 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	}
 	g := &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-		MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Settings: in.settings, Key: key, MaxAge: c.GatherMaxAge,
+		MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Settings: in.settings, Key: key, MaxAge: c.GatherMaxAge, NoWait: c.NoWait,
 		Note:      func(kind, msg string) { warn(); lg.Note(kind, msg) },
 		OnAttempt: func(a retry.Attempt) { warn(); lg.Attempt(a) },
 	}

@@ -60,6 +60,7 @@ type PushOptions struct {
 	// The gather key itself comes from REFRETRY_GATHER_KEY or a file: never the command line, which /proc shows.
 	GatherKeyFile string        `name:"gather-key-file" form:"gather" placeholder:"FILE" help:"Read the gather key (the secret the pipeline's jobs share, docs/security.md) from this file instead of REFRETRY_GATHER_KEY."`
 	GatherMaxAge  time.Duration `name:"gather-max-age" form:"gather" placeholder:"DURATION" help:"With a gather key: how old a staged commit may be and still land (older ones stay staged, named in a note)."`
+	NoWait        bool          `name:"no-wait" form:"gather" help:"Stage the commit and exit 0 without waiting for it to land: for a fan-in, where a later job runs refretry gather land."`
 }
 
 // defaults are the values no flag, environment variable or git config sets: the
