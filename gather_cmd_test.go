@@ -18,8 +18,9 @@ import (
 )
 
 // killingGit is a git for refretry that runs the real one but SIGKILLs refretry at one
-// step of a gather: before or after the push that stages the commit ("stage"), takes
-// the lease ("lease") or lands a wave ("wave"). With SLOW_STEP set to a step, it
+// step of a gather: before or after the push that stages the commit and offers to take
+// the lease ("stage"), takes or lets go the lease alone ("lease") or lands a wave
+// ("wave"). With SLOW_STEP set to a step, it
 // sleeps SLOW_FOR seconds before that step instead. With PUSH_LOG set to a file, it
 // appends each push's step to it, a line each; with LOOK_LOG, a line each time an
 // ls-remote (a look at the remote) has ended.
@@ -27,8 +28,8 @@ const killingGit = `#!/bin/sh
 step=other
 case "$*" in
 *"--force-with-lease=refs/heads/"*) step=wave ;;
-*"--force-with-lease=refs/refretry/lease/"*) step=lease ;;
 *push*":refs/refretry/gather/"*) step=stage ;;
+*"--force-with-lease=refs/refretry/lease/"*) step=lease ;;
 esac
 case " $* " in *" push "*) if [ -n "$PUSH_LOG" ]; then echo "$step" >>"$PUSH_LOG"; fi ;; esac
 if [ "$step" = "$SLOW_STEP" ]; then sleep "$SLOW_FOR"; fi
@@ -137,8 +138,8 @@ func TestGatherSlowWaves(t *testing.T) {
 	t.Logf("take-overs: %d", strings.Count(strings.Join(outs, ""), "taking it over"))
 }
 
-// TestGatherLogRecords: a job gathering alone makes four pushes (it stages its
-// commit, takes the lease, lands the wave and lets the lease go), and its JSON log has
+// TestGatherLogRecords: a job gathering alone makes three pushes (it stages its
+// commit and takes the lease in one, lands the wave and lets the lease go), and its JSON log has
 // an attempt record for each, in order and numbered on, each final (no push is
 // retried) and none failed, and a summary that counts them; plain stderr says nothing
 // of them. In GitHub format that success is no warning: nothing was retried.
@@ -155,7 +156,7 @@ func TestGatherLogRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Fields(string(pushes)), []string{"stage", "lease", "wave", "lease"}; !slices.Equal(got, want) {
+	if got, want := strings.Fields(string(pushes)), []string{"stage", "wave", "lease"}; !slices.Equal(got, want) {
 		t.Fatalf("the job's pushes were %q, want %q", got, want)
 	}
 	b, err := os.ReadFile(logFile)
@@ -172,12 +173,12 @@ func TestGatherLogRecords(t *testing.T) {
 			summary = rec
 		}
 	}
-	want := []string{"1 final=true class=<nil> exit=0", "2 final=true class=<nil> exit=0", "3 final=true class=<nil> exit=0", "4 final=true class=<nil> exit=0"}
+	want := []string{"1 final=true class=<nil> exit=0", "2 final=true class=<nil> exit=0", "3 final=true class=<nil> exit=0"}
 	if !slices.Equal(attempts, want) {
 		t.Errorf("attempt records %q, want %q (one a push)\n%s", attempts, want, b)
 	}
-	if summary["result"] != "success" || summary["attempts"] != 4.0 || summary["level"] != "INFO" {
-		t.Errorf("summary %v: want a success of 4 attempts, at level INFO", summary)
+	if summary["result"] != "success" || summary["attempts"] != 3.0 || summary["level"] != "INFO" {
+		t.Errorf("summary %v: want a success of 3 attempts, at level INFO", summary)
 	}
 	if strings.Contains(out, "attempt") {
 		t.Errorf("plain stderr names an attempt:\n%s", out)
@@ -187,8 +188,8 @@ func TestGatherLogRecords(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("github: exit %d\n%s", code, out)
 	}
-	if !strings.Contains(out, "refretry: push succeeded after 4 attempts") || strings.Contains(out, "::warning") {
-		t.Errorf("github: want a plain line of 4 attempts and no warning:\n%s", out)
+	if !strings.Contains(out, "refretry: push succeeded after 3 attempts") || strings.Contains(out, "::warning") {
+		t.Errorf("github: want a plain line of 3 attempts and no warning:\n%s", out)
 	}
 }
 
@@ -299,7 +300,7 @@ func TestGatherSIGTERM(t *testing.T) {
 	// A job killed once it holds the lease leaves its commit staged and the lease
 	// held for the default 30 s.
 	dead := f.clone("dead")
-	if code, out := f.refretry(dead, f.killingGit(), []string{"KILL_STEP=lease", "KILL_WHEN=after"},
+	if code, out := f.refretry(dead, f.killingGit(), []string{"KILL_STEP=stage", "KILL_WHEN=after"},
 		"push", "--gather", "origin", "HEAD:main"); code != 137 {
 		t.Fatalf("the job was not killed: exit %d\n%s", code, out)
 	}
