@@ -109,7 +109,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 			methods:     matrixMethodNames(),
 			servers:     slices.Clone(matrixServerNames),
 			checkout:    "detached",
-			pushTimeout: time.Minute, // refretry's own default
+			pushTimeout: 0, // refretry's own defaults (a budget of time without progress)
 			jobTimeout:  5 * time.Minute,
 		},
 	}
@@ -128,7 +128,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.Var(&cfg.matrix.methods, "matrix-methods", "comma-separated matrix methods (default all: "+strings.Join(matrixMethodNames(), ",")+")")
 	fs.Var(&cfg.matrix.servers, "matrix-servers", "comma-separated servers the matrix jobs push to: "+strings.Join(matrixServerNames, ",")+" (gitea is skipped, with the reason, without a Gitea binary)")
 	fs.StringVar(&cfg.matrix.checkout, "matrix-checkout", cfg.matrix.checkout, "the matrix jobs' checkout: "+strings.Join(matrixCheckoutNames(), ", "))
-	fs.DurationVar(&cfg.matrix.pushTimeout, "matrix-push-timeout", cfg.matrix.pushTimeout, "refretry's --timeout in the matrix jobs")
+	fs.DurationVar(&cfg.matrix.pushTimeout, "matrix-push-timeout", cfg.matrix.pushTimeout, "refretry's --timeout in the matrix jobs (0: none given, refretry's default budget)")
 	fs.DurationVar(&cfg.matrix.jobTimeout, "matrix-job-timeout", cfg.matrix.jobTimeout, "per matrix job process timeout")
 	fs.BoolVar(&cfg.matrix.latency, "matrix-latency", false, "forge latency model: delay every HTTP request to the matrix servers by a round trip, -matrix-rtt ("+defaultRoundTrip.String()+" unless given)")
 	fs.Var(&cfg.matrix.rtt, "matrix-rtt", "comma-separated round trips the matrix servers run under, each in turn (0 is no delay, the CPU-bound run); implies -matrix-latency")

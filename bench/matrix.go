@@ -71,7 +71,7 @@ func (j matrixJob) mainSpec(shell bool) string {
 // matrixTools are the programs the methods run.
 type matrixTools struct {
 	git, refretry, sh, flock string
-	pushTimeout              time.Duration // passed to refretry as --timeout
+	pushTimeout              time.Duration // passed to refretry as --timeout; 0: not passed
 }
 
 // matrixMethod is one way for the N jobs to push their result. Adding a
@@ -94,7 +94,11 @@ type matrixMethod struct {
 const loopTries = 20
 
 func refretryArgv(t matrixTools, extra ...string) []string {
-	return append([]string{t.refretry, "--timeout", t.pushTimeout.String(), "push"}, extra...)
+	argv := []string{t.refretry}
+	if t.pushTimeout > 0 {
+		argv = append(argv, "--timeout", t.pushTimeout.String())
+	}
+	return append(append(argv, "push"), extra...)
 }
 
 // matrixMethods are the methods in report order.
@@ -182,8 +186,8 @@ func (c config) validateMatrix() error {
 		return fmt.Errorf("-matrix-checkout must be one of %s, not %q", strings.Join(matrixCheckoutNames(), ", "), c.matrix.checkout)
 	case len(c.matrix.jobs) == 0:
 		return errors.New("-matrix-jobs must not be empty")
-	case c.matrix.pushTimeout <= 0:
-		return errors.New("-matrix-push-timeout must be positive")
+	case c.matrix.pushTimeout < 0:
+		return errors.New("-matrix-push-timeout must not be negative")
 	case c.matrix.jobTimeout <= 0:
 		return errors.New("-matrix-job-timeout must be positive")
 	case c.matrix.trials < 0:

@@ -394,7 +394,7 @@ func TestMatrixFlags(t *testing.T) {
 	m := cfg.matrix
 	if m.jobs.String() != "16,64,128" || m.modes.String() != "files,shared,union" || m.servers.String() != "http,gitea" ||
 		m.methods.String() != strings.Join(matrixMethodNames(), ",") || m.checkout != "detached" ||
-		m.pushTimeout != time.Minute || cfg.trialsOfMatrix() != 5 {
+		m.pushTimeout != 0 || cfg.trialsOfMatrix() != 5 {
 		t.Errorf("defaults: %+v, trials %d", m, cfg.trialsOfMatrix())
 	}
 
@@ -442,7 +442,7 @@ func TestMatrixFlags(t *testing.T) {
 
 	for _, bad := range [][]string{
 		{"-matrix-modes", "files,nope"}, {"-matrix-rtt", "-1ms"}, {"-matrix-rtt", "100ms,100ms"}, {"-matrix-rtt", "fast"}, {"-matrix-methods", "gather2"}, {"-matrix-servers", "github"},
-		{"-matrix-checkout", "tag"}, {"-matrix-push-timeout", "0s"}, {"-matrix-job-timeout", "-1s"}, {"-matrix-jobs", "0"},
+		{"-matrix-checkout", "tag"}, {"-matrix-push-timeout", "-1s"}, {"-matrix-job-timeout", "-1s"}, {"-matrix-jobs", "0"},
 		{"-only", "matrixx"},
 	} {
 		if _, err := parseFlags(append(slices.Clone(base), bad...), io.Discard); err == nil {

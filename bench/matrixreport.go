@@ -228,7 +228,11 @@ func (rep *matrixReport) intro(b *strings.Builder) {
 		"neither its header nor a job's line (conflict markers, say). For `floor`, each job's result is looked for on its own branch.\n\n")
 	b.WriteString("| setting | value |\n|---|---|\n")
 	fmt.Fprintf(b, "| checkout form (`-matrix-checkout %s`) | %s |\n", cfg.matrix.checkout, checkout)
-	fmt.Fprintf(b, "| refretry's budget (`-matrix-push-timeout`) | `--timeout %s` on every refretry push |\n", cfg.matrix.pushTimeout)
+	if cfg.matrix.pushTimeout > 0 {
+		fmt.Fprintf(b, "| refretry's budget (`-matrix-push-timeout`) | `--timeout %s` on every refretry push |\n", cfg.matrix.pushTimeout)
+	} else {
+		b.WriteString("| refretry's budget (`-matrix-push-timeout`) | refretry's default: 60 s in which nothing moved, within 15 min |\n")
+	}
 	fmt.Fprintf(b, "| per-job process timeout (`-matrix-job-timeout`) | %s (a job still running then is killed with its descendants and counted as timed out) |\n", cfg.matrix.jobTimeout)
 	fmt.Fprintf(b, "| forge round trip (`-matrix-latency`, `-matrix-rtt`) | %s |\n", roundTripsText(cfg.matrix.roundTrips()))
 	fmt.Fprintf(b, "| jobs (N) | %s |\n", cfg.matrix.jobs.String())
