@@ -9,25 +9,28 @@
 //     refs/refretry/gather/<branch>/<id> (<id> a time-ordered UUIDv7, with a Key
 //     followed by its authenticator), which nobody else contends for. From then on the result is durable: it lands even if the job
 //     dies (by another job's gather, or `refretry gather land`).
-//  2. Waits, reading the remote with ls-remote, for one job to gather. Every look is
-//     a request that every waiting job makes, so a waiter looks when its commit may
-//     have landed: first a quarter of the time its staging push took, then about the
-//     time a gather takes to reach its commit, and never so often that all waiters
-//     together look more than 48 times a second. A gatherer is elected through the
-//     remote: a waiter that sees the lease free creates refs/refretry/lease/<branch>
-//     with a compare-and-swap, pointing at its own staged commit (so taking it sends
-//     no objects). A lease that stays unchanged for LeaseTimeout (as seen by each
-//     waiter on its own clock) counts as abandoned and is taken over with another
-//     compare-and-swap.
+//  2. Offers, in the same push (not atomic), to create refs/refretry/lease/<branch> with a
+//     compare-and-swap, pointing at its own staged commit: of the jobs that stage at once,
+//     the one whose offer the remote takes gathers, and no other pushes for the lease.
+//     The others wait, reading the remote with ls-remote. Every look is a request that
+//     every waiting job makes, so a waiter looks when its commit may have landed: first
+//     as long after its staging push as that push took, then when the gatherer's
+//     forecast (refs/refretry/eta/<branch>/<at>-<wave>, published with each wave, and
+//     announced before a wave that has none) says the wave that takes its commit lands.
+//     A free lease a waiter sees is taken at once only by the oldest staged job, by the
+//     others after it stayed free for their rank; a lease that stays unchanged for
+//     LeaseTimeout (as seen by each waiter on its own clock) counts as abandoned and is
+//     taken over with another compare-and-swap.
 //  3. The gatherer fetches the branch and up to MaxPerWave staged commits (with their
 //     parents, so a depth-1 clone suffices), replays each staged commit onto the tip
 //     in id order without a work tree (internal/replay: merge-tree against the commit's
 //     parent, the repository's merge attributes applied; author, committer, dates and
 //     message kept, and a "Refretry-Gather: <id>" trailer added), and pushes
 //     atomically: the branch from its old value to the new tip, the deletion of every
-//     staged ref it included (each at its staged value), and the lease moved to the
-//     new tip. It gathers wave after wave while commits are staged, then lets the
-//     lease go. A staged commit that does not replay cleanly is moved, in the same push,
+//     staged ref it included (each at its staged value), the lease moved to the new tip,
+//     and the next wave's forecast. It gathers wave after wave while commits are staged,
+//     then lets the lease go (and removes the forecast). A staged commit that does not
+//     replay cleanly is moved, in the same push,
 //     to refs/refretry/conflict/<branch>/<id>, for its own job to deal with; a
 //     gatherer never fails because of someone else's conflict.
 //

@@ -73,9 +73,9 @@ func TestNextLookForecast(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	past := state{staged: map[string]string{"x": "c"}, eta: forecast{at: now.Add(-time.Second), wave: time.Second}}
-	if got, want := u.nextLook(past, "x", took), waveCost+commitCost; got != want {
-		t.Errorf("a forecast past: %v, want the pace without one, %v", got, want)
+	past := state{staged: map[string]string{"x": "c"}, eta: forecast{at: now.Add(-time.Second), wave: 2 * time.Second}}
+	if got, want := u.nextLook(past, "x", took), 500*time.Millisecond; got != want {
+		t.Errorf("a forecast past: %v, want a quarter wave, %v", got, want)
 	}
 }
 

@@ -171,7 +171,9 @@ type run struct {
 	moved       time.Time // when the budget last started: at start, and at each progress
 	res         Result
 	lastPush    gitexec.Captured
-	pushTook    time.Duration   // how long the last wave's push took
+	pushTook    time.Duration   // how long the last push took: the staging push, then each wave's
+	lastWave    time.Duration   // how long the last wave took, from its look to its push's end
+	lookTook    time.Duration   // how long the last look took
 	errOut      io.Writer       // the run's stderr (nil: discarded)
 	perWave     int             // staged commits a gather takes (halved when a remote refuses as many)
 	shallow     bool            // the repository is a shallow clone
@@ -225,6 +227,7 @@ func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, e
 	}
 	began := u.clock.Now()
 	held, err := u.stage(ctx, commit)
+	u.pushTook = u.since(began)
 	if err != nil || u.NoWait {
 		if err == nil {
 			u.notify("%s stays staged until a gather lands it: `refretry gather land %s %s` (a fan-in job), or another job's",
@@ -232,7 +235,7 @@ func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, e
 		}
 		return u.res, err
 	}
-	return u.res, u.wait(ctx, u.since(began), held)
+	return u.res, u.wait(ctx, u.pushTook, held)
 }
 
 // exitCode is the exit code of a run that ended with err (Result.ExitCode).
@@ -504,6 +507,8 @@ func (u *run) refusedStaging(err error, commit, ref string) error {
 
 // look reads the remote's refs of the branch.
 func (u *run) look(ctx context.Context) (state, error) {
+	begin := u.clock.Now()
+	defer func() { u.lookTook = u.since(begin) }()
 	c, err := gitexec.Capture(u.repo.Command(ctx, u.http.Attempt(u.env, u.left()),
 		append([]string{"ls-remote", u.t.remote}, u.n.patterns()...)...))
 	if err != nil {

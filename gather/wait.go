@@ -12,21 +12,21 @@ import (
 
 // A waiter's looks at the remote. Every look is a request that every waiting job
 // makes, so a waiter looks when its commit may have landed, not at a fixed pace: its
-// first look comes about two staging pushes after its own (a wave is a fetch and a
-// push, and the gatherer started one when it staged); after that it looks when the
+// first look comes as long after its staging push as that push took (the gatherer,
+// which took the lease in its own staging push, is by then about through a wave of a
+// fetch and a push, which cost about what a push costs now); after that it looks when the
 // gatherer's forecast (an eta ref) says the wave that takes its commit lands. Without
 // a forecast it falls back on a pace that keeps all waiters together to at most
 // lookRate looks a second, and to about one look in flight (a look costs the remote
 // what it took).
 const (
-	pollMin      = 100 * time.Millisecond // no two looks closer than this
-	pollFirstMax = 5 * time.Second        // the first look comes no later than this
-	waveCost     = 300 * time.Millisecond // without a forecast: a wave's fixed cost
-	commitCost   = 20 * time.Millisecond  // and its cost per commit ahead
-	lookRate     = 48                     // looks a second, all waiters together
-	pollCap      = 5 * time.Second        // no wait without a forecast longer than this
-	busyCap      = 15 * time.Second       // nor, when the looks themselves are slow, than this
-	pollErr      = time.Second            // after a look that failed
+	pollMin    = 100 * time.Millisecond // no two looks closer than this
+	waveCost   = 300 * time.Millisecond // without a forecast: a wave's fixed cost
+	commitCost = 20 * time.Millisecond  // and its cost per commit ahead
+	lookRate   = 48                     // looks a second, all waiters together
+	pollCap    = 5 * time.Second        // no wait without a forecast longer than this
+	busyCap    = 15 * time.Second       // nor, when the looks themselves are slow, than this
+	pollErr    = time.Second            // after a look that failed
 )
 
 // waiting is what a waiter has seen of the remote so far.
@@ -47,7 +47,7 @@ type waiting struct {
 // the doubling lets the patience outgrow a long wave).
 func (u *run) wait(ctx context.Context, staging time.Duration, held bool) error {
 	w := &waiting{patience: u.leaseTimeout()}
-	delay := min(max(2*staging, pollMin), pollFirstMax)
+	delay := min(max(staging, pollMin), busyCap)
 	if held {
 		delay = 0 // it gathers: its first look starts the first wave
 	}
@@ -136,7 +136,8 @@ func (u *run) mayHold(ctx context.Context, w *waiting, st state, took time.Durat
 // before jitter: until the gatherer's forecast says the wave that takes its commit
 // lands (the one forecast, when the commit was staged by the time that wave was
 // taken; else the one after), and a look's time later, for the push to finish
-// everywhere; without a forecast ahead, about the time a gather takes to reach its
+// everywhere; past a forecast (the gatherer is late), a quarter of a wave; without
+// any forecast, about the time a gather takes to reach its
 // commit (each wave takes the oldest first), never so soon that all waiting jobs
 // together look more than lookRate times a second, and, on a remote that slows under
 // load, with about one look of all waiters in flight: each waits len(st.staged) times
@@ -149,6 +150,10 @@ func (u *run) nextLook(st state, id string, took time.Duration) time.Duration {
 			at = at.Add(f.wave) // staged after that wave was taken: the next one
 		}
 		return min(max(at.Sub(now)+took, pollMin), busyCap)
+	} else if !f.at.IsZero() {
+		// The gatherer is late on its forecast: a look a quarter wave later, within
+		// lookRate.
+		return min(max(f.wave/4, pollMin, time.Duration(len(st.staged))*time.Second/lookRate), pollCap)
 	}
 	ahead := slices.Index(st.order(), id) + 1
 	d := max(waveCost+time.Duration(ahead)*commitCost, time.Duration(len(st.staged))*time.Second/lookRate)

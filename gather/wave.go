@@ -16,6 +16,10 @@ import (
 // long ago and whose commit nobody gathered since (all jobs gone, an outage).
 const staleAge = time.Hour
 
+// replayCost is what a gatherer reckons replaying one commit costs, for its first
+// forecast: two git processes (merge-tree, commit-tree).
+const replayCost = 40 * time.Millisecond
+
 // gatherAll gathers wave after wave with the lease held at held, from what st shows,
 // until nothing is staged (then it lets the lease go), the lease is no longer its
 // (another gatherer took it over), or the budget ends. It returns the last state it
@@ -28,6 +32,9 @@ func (u *run) gatherAll(ctx context.Context, st state, held string) (state, erro
 		if len(ids) == 0 || u.left() <= 0 {
 			u.release(ctx, st, held)
 			return st, nil
+		}
+		if !st.eta.at.After(u.clock.Now()) {
+			st = u.announce(ctx, st, len(ids), held, u.lookTook)
 		}
 		next, err := u.gather(ctx, ids, st, held, began)
 		if err != nil {
@@ -118,6 +125,27 @@ func (u *run) gather(ctx context.Context, ids []string, st state, value string, 
 	return next, nil
 }
 
+// announce publishes a forecast for a wave of n commits about to start, when none is
+// ahead (the first wave, or one whose forecast has passed), so that the waiters look
+// when it lands and not before: one push, for every waiter's looks. The wave is
+// reckoned as long as the last one, or, for the first, as three looks (a fetch is
+// about one and a half, a push one; the look that chose the wave took lookTook) and a
+// replay of n commits: a forecast a little early costs a waiter one more look, one
+// late its whole delay. It returns st with the new forecast.
+func (u *run) announce(ctx context.Context, st state, n int, held string, lookTook time.Duration) state {
+	wave := u.lastWave
+	if wave == 0 {
+		wave = 3*lookTook + time.Duration(n)*replayCost
+	}
+	f := forecast{at: u.clock.Now().Add(wave), wave: wave}
+	ref := u.n.eta(f)
+	specs := append(u.dropForecasts(st), "--force-with-lease="+ref+":", held+":"+ref)
+	if ok, _ := u.pushRefs(ctx, specs); ok {
+		st.eta, st.etaRefs = f, map[string]string{ref: held}
+	}
+	return st
+}
+
 // forecastSpecs are the refspecs that replace st's forecasts with this wave's: the
 // next wave takes what is staged when this push ends and takes as long as this one
 // did, from the look that began it (began) to its push's end (as long as the last
@@ -127,6 +155,7 @@ func (u *run) forecastSpecs(st state, tip string, began time.Time) []string {
 	end := u.clock.Now().Add(u.pushTook)
 	f := forecast{wave: end.Sub(began)}
 	f.at = end.Add(f.wave)
+	u.lastWave = f.wave
 	ref := u.n.eta(f)
 	if _, ok := st.etaRefs[ref]; ok {
 		return nil // the same forecast again (a clock that stood still): kept as it is

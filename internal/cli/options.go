@@ -31,7 +31,7 @@ import (
 type Options struct {
 	Dirs            []string      `name:"directory" short:"C" sep:"none" placeholder:"PATH" help:"Run as if started in PATH (repeatable, as git -C)."`
 	Git             string        `name:"git" placeholder:"PATH" envvar:"REFRETRY_GIT" unset:"git on PATH" help:"git executable to run."`
-	Timeout         time.Duration `name:"timeout" placeholder:"DURATION" envvar:"REFRETRY_TIMEOUT" gitconfig:"refretry.timeout" help:"Total retry budget: no attempt starts after it."`
+	Timeout         time.Duration `name:"timeout" placeholder:"DURATION" envvar:"REFRETRY_TIMEOUT" gitconfig:"refretry.timeout" help:"Total retry budget: no attempt starts after it. Not given, a push that waits on other jobs (--rebase, --regenerate, --gather, push-rebase) counts only time in which the remote did not move, up to 15 minutes (docs/push.md)."`
 	MaxAttempts     int           `name:"max-attempts" placeholder:"N" envvar:"REFRETRY_MAX_ATTEMPTS" gitconfig:"refretry.maxAttempts" help:"Most attempts, the first included; 0 means no cap."`
 	InitialDelay    time.Duration `name:"initial-delay" placeholder:"DURATION" envvar:"REFRETRY_INITIAL_DELAY" gitconfig:"refretry.initialDelay" help:"Delay before the first retry, before jitter."`
 	MaxDelay        time.Duration `name:"max-delay" placeholder:"DURATION" envvar:"REFRETRY_MAX_DELAY" gitconfig:"refretry.maxDelay" help:"Cap on the delay between attempts."`
