@@ -80,7 +80,7 @@ func TestActionInputsOnlyThroughEnv(t *testing.T) {
 			t.Errorf("step %s: shell %q, want bash", s.ID, s.Shell)
 		}
 	}
-	for _, name := range []string{"args", "stdin", "push", "gather", "gather-key", "timeout", "max-attempts", "install-shim", "push-rebase", "working-directory", "releases-url"} {
+	for _, name := range []string{"args", "stdin", "push", "gather", "gather-no-wait", "gather-land", "gather-key", "timeout", "max-attempts", "install-shim", "push-rebase", "working-directory", "releases-url"} {
 		if _, ok := a.Inputs[name]; !ok {
 			t.Errorf("input %s is missing", name)
 		}
@@ -544,6 +544,66 @@ func TestActionInputs(t *testing.T) {
 	})
 }
 
+// TestActionGatherFanIn runs the fan-in as a workflow would: matrix jobs with
+// gather-no-wait stage their commits and end at once, and a later job with gather-land
+// lands them all; the key rules are gather's, and gather-no-wait takes true or false.
+func TestActionGatherFanIn(t *testing.T) {
+	t.Parallel()
+	a := loadAction(t)
+	const key = "action-test-gather-key-0123"
+	je, r := newActionEnv(t, true)
+	r.Run("push", "-q", "origin", "HEAD:refs/heads/results")
+	// Two matrix jobs, one after the other in one checkout: each commits on the
+	// branch's tip, stages, and ends without waiting.
+	for _, job := range []string{"a", "b"} {
+		r.Run("reset", "-q", "--hard", r.Commit)
+		r.NewCommit("result of job " + job)
+		res := runAction(t, a, je, map[string]string{"gather": "results", "gather-no-wait": "true", "gather-key": key})
+		if res.failedAt != "" || res.outputs["result"] != "success" {
+			t.Fatalf("job %s: failed at %q, result %q:\n%s", job, res.failedAt, res.outputs["result"], res.log)
+		}
+	}
+	staged := strings.Split(r.Run("ls-remote", "origin", "refs/refretry/gather/results/*"), "\n")
+	if tip := r.Run("ls-remote", "origin", "refs/heads/results"); len(staged) != 2 || !strings.HasPrefix(tip, r.Commit) {
+		t.Fatalf("after the matrix jobs: staged %q, results at %q; want 2 staged and results where it was", staged, tip)
+	}
+	// The fan-in job: without a key it fails before landing anything.
+	res := runAction(t, a, je, map[string]string{"gather-land": "results"})
+	if want := "::error title=refretry::gather-land needs gather-key: set it to a secret the matrix jobs share"; res.failedAt != "setup" || !strings.HasPrefix(res.stderr, want) {
+		t.Errorf("gather-land without gather-key: failed at %q, said\n%s\nwant the setup step and %q", res.failedAt, res.stderr, want)
+	}
+	if tip := r.Run("ls-remote", "origin", "refs/heads/results"); !strings.HasPrefix(tip, r.Commit) {
+		t.Errorf("landed without a key: results at %s", tip)
+	}
+	res = runAction(t, a, je, map[string]string{"gather-land": "results", "gather-key": key})
+	if res.failedAt != "" || res.outputs["result"] != "success" || res.outputs["updated-refs"] != "refs/heads/results" {
+		t.Fatalf("gather-land: failed at %q, outputs %v:\n%s", res.failedAt, res.outputs, res.log)
+	}
+	if strings.Contains(res.log, "no gather key") || strings.Contains(res.log, key) {
+		t.Errorf("the land ran without its key, or showed it:\n%s", res.log)
+	}
+	r.Run("fetch", "-q", "origin", "results")
+	if got := r.Run("log", "--format=%s", r.Commit+"..FETCH_HEAD"); got != "result of job b\nresult of job a" {
+		t.Errorf("results has %q on top of where it was, want both jobs' commits, in the order they staged", got)
+	}
+	if left := r.Run("ls-remote", "origin", "refs/refretry/*"); left != "" {
+		t.Errorf("left on the remote: %s", left)
+	}
+
+	for _, tc := range []struct {
+		inputs map[string]string
+		error  string
+	}{
+		{map[string]string{"gather": "results", "gather-no-wait": "yes", "gather-key": key}, "::error title=refretry::gather-no-wait must be true or false\n"},
+		{map[string]string{"gather": "results", "gather-no-wait": "", "gather-key": key}, "::error title=refretry::gather-no-wait must be true or false\n"},
+		{map[string]string{"gather-no-wait": "true", "gather-key": key}, "::error title=refretry::gather-no-wait needs gather: the branch to stage the job's commit for\n"},
+	} {
+		if res := runAction(t, a, je, tc.inputs); res.failedAt != "setup" || res.stderr != tc.error {
+			t.Errorf("%v: failed at %q, said\n%s\nwant the setup step and\n%s", tc.inputs, res.failedAt, res.stderr, tc.error)
+		}
+	}
+}
+
 // TestActionInjection gives every input text that a shell would run if it were
 // interpolated into a script: none of it may run, and what reaches git is the text.
 // At the stress size every text goes into every input; by default each text goes into
@@ -574,12 +634,19 @@ func TestActionInjection(t *testing.T) {
 				{"max-attempts": v, "args": "refs/ci/t HEAD"},
 				{"install-shim": v},
 				{"push-rebase": v, "install-shim": "true"},
+				{"gather-no-wait": v, "gather": "results", "gather-key": "action-test-gather-key-0123"},
+				{"gather-land": v, "gather-key": "action-test-gather-key-0123"},
 				{"version": v},
 				// One argument a line: the -m reason is the text, verbatim.
 				{"args": "-m\n" + strings.TrimRight(v, "\n") + "\nrefs/heads/msg" + fmt.Sprint(i) + "\n" + r.Commit},
 			}
 			reason := len(all) - 1 // the reflog below reads what it wrote
-			for _, inputs := range testutil.Cells(t, all, i%reason, (i+reason-1)%reason, reason) {
+			if 2*len(evil) < reason {
+				t.Fatalf("%d texts cannot reach %d inputs two at a time: give each text a third input", len(evil), reason)
+			}
+			// Text i goes into inputs i and i+len(evil) (modulo the inputs): two texts
+			// an input at most, every input at least one while 2×len(evil) ≥ reason.
+			for _, inputs := range testutil.Cells(t, all, i%reason, (i+len(evil))%reason, reason) {
 				runAction(t, a, je, inputs)
 				steps, _ := filepath.Glob(filepath.Join(je.temp, "step*"))
 				for _, dir := range append(steps, je.workspace, je.temp) {

@@ -265,3 +265,89 @@ func TestExampleWorkflows(t *testing.T) {
 		}
 	}
 }
+
+// TestExampleGitHubInputs holds every use of the Action in the GitHub examples to
+// action.yml, which actionlint cannot do for a remote action (refretry/refretry@v1.2.3):
+// each input it passes is declared, and a true-or-false input (the default is true or
+// false) gets one of the two. In the fan-in example, the job that lands needs the jobs
+// that stage without waiting.
+func TestExampleGitHubInputs(t *testing.T) {
+	t.Parallel()
+	a := loadAction(t)
+	files, err := filepath.Glob("examples/github/*.yml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no GitHub examples: %v", err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wf struct {
+			Jobs map[string]struct {
+				Needs any `yaml:"needs"`
+				Steps []struct {
+					Uses string            `yaml:"uses"`
+					With map[string]string `yaml:"with"`
+				} `yaml:"steps"`
+			} `yaml:"jobs"`
+		}
+		if err := yaml.Unmarshal(b, &wf); err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		uses := map[string][]string{} // job: the inputs it gives the Action
+		for name, job := range wf.Jobs {
+			for _, step := range job.Steps {
+				if !strings.HasPrefix(step.Uses, "refretry/refretry@") {
+					continue
+				}
+				for input, v := range step.With {
+					in, ok := a.Inputs[input]
+					switch {
+					case !ok:
+						t.Errorf("%s, job %s: input %s is not in action.yml", file, name, input)
+					case (in.Default == "true" || in.Default == "false") && v != "true" && v != "false" && !strings.Contains(v, "${{"):
+						t.Errorf("%s, job %s: %s: %q, want true or false", file, name, input, v)
+					}
+					uses[name] = append(uses[name], input+"="+v)
+				}
+			}
+		}
+		if filepath.Base(file) == "gather-fan-in.yml" {
+			checkFanIn(t, file, uses, func(job string) any { return wf.Jobs[job].Needs })
+		}
+	}
+}
+
+// checkFanIn checks a fan-in workflow: some job stages with gather-no-wait, and the
+// job with gather-land needs each of those.
+func checkFanIn(t *testing.T, file string, uses map[string][]string, needs func(job string) any) {
+	t.Helper()
+	var stagers, landers []string
+	for job, inputs := range uses {
+		if slices.Contains(inputs, "gather-no-wait=true") {
+			stagers = append(stagers, job)
+		}
+		if slices.ContainsFunc(inputs, func(s string) bool { return strings.HasPrefix(s, "gather-land=") }) {
+			landers = append(landers, job)
+		}
+	}
+	if len(stagers) == 0 || len(landers) != 1 {
+		t.Fatalf("%s: jobs staging without waiting %q, landing %q; want some, and one", file, stagers, landers)
+	}
+	var need []string // needs: is a job's name or a list of them
+	switch n := needs(landers[0]).(type) {
+	case string:
+		need = []string{n}
+	case []any:
+		for _, v := range n {
+			need = append(need, fmt.Sprint(v))
+		}
+	}
+	for _, s := range stagers {
+		if !slices.Contains(need, s) {
+			t.Errorf("%s: job %s lands, but needs %q, not the staging job %s", file, landers[0], need, s)
+		}
+	}
+}

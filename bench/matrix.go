@@ -84,22 +84,36 @@ type matrixMethod struct {
 	// is looked for, instead of main.
 	ownBranch bool
 	needs     string   // a tool besides git, sh and refretry: "flock"
-	env       []string // added to the jobs' environment
-	compare   bool     // refretry's: the numerator of the ratios
-	against   string   // a refretry method it is also compared with (gather: rebase)
-	baseline  bool     // what users do instead: a denominator of the ratios
+	env       []string // added to the jobs' environment (and the land's)
+	// land, when set, is one more command (a fan-in job), run in job-000's
+	// clone once every job has exited. The trial's wall time runs until it
+	// has exited, and a job counts as exited 0 only when the land did too:
+	// a job's own exit 0 says only that its commit is staged.
+	land     func(t matrixTools) []string
+	compare  bool   // refretry's: the numerator of the ratios
+	against  string // a refretry method it is also compared with (gather: rebase)
+	baseline bool   // what users do instead: a denominator of the ratios
 }
 
 // loopTries is the most pushes the users' loop makes.
 const loopTries = 20
 
 func refretryArgv(t matrixTools, extra ...string) []string {
+	return refretryCommand(t, append([]string{"push"}, extra...)...)
+}
+
+// refretryCommand is refretry with args, and --timeout when -matrix-push-timeout gives one.
+func refretryCommand(t matrixTools, args ...string) []string {
 	argv := []string{t.refretry}
 	if t.pushTimeout > 0 {
 		argv = append(argv, "--timeout", t.pushTimeout.String())
 	}
-	return append(append(argv, "push"), extra...)
+	return append(argv, args...)
 }
+
+// gatherEnv is the gather key the gather methods' jobs share, as the Action and
+// the component require one.
+var gatherEnv = []string{"REFRETRY_GATHER_KEY=refretry-bench-gather-key"}
 
 // matrixMethods are the methods in report order.
 var matrixMethods = []matrixMethod{
@@ -126,7 +140,14 @@ var matrixMethods = []matrixMethod{
 	{name: "gather", label: "`refretry push --gather origin HEAD:main` with a gather key (`REFRETRY_GATHER_KEY`, as the Action and the component require): stage, then one gatherer per wave lands every staged commit in one atomic push",
 		argv: func(t matrixTools, j matrixJob) []string {
 			return refretryArgv(t, "--gather", "origin", j.mainSpec(false))
-		}, env: []string{"REFRETRY_GATHER_KEY=refretry-bench-gather-key"}, compare: true, against: "rebase"},
+		}, env: gatherEnv, compare: true, against: "rebase"},
+	{name: "fanin", label: "a fan-in: `refretry push --gather --no-wait origin HEAD:main` with the gather key, which stages the commit and exits; once every job has exited, one more process in job-000's clone, `refretry gather land origin main` with the key, lands every staged commit (waves of up to 64); the wall time runs to its exit",
+		argv: func(t matrixTools, j matrixJob) []string {
+			return refretryArgv(t, "--gather", "--no-wait", "origin", j.mainSpec(false))
+		},
+		land: func(t matrixTools) []string {
+			return refretryCommand(t, "gather", "land", "origin", "main")
+		}, env: gatherEnv, compare: true, against: "gather"},
 	{name: "floor", label: "`git push origin HEAD:refs/heads/job-NNN`: each job to a branch of its own, nothing to contend for",
 		argv: func(t matrixTools, j matrixJob) []string {
 			return []string{t.git, "push", "origin", j.src + ":refs/heads/" + j.name}
@@ -257,19 +278,25 @@ func regenCommand(mode matrixMode, name, value string) string {
 // matrixResult is one method in one trial.
 type matrixResult struct {
 	wall      time.Duration
-	landed    int // jobs that exited 0
-	timedOut  int // jobs killed at -matrix-job-timeout
+	landed    int // jobs that exited 0 (for a method with a land: and the land too)
+	timedOut  int // jobs (and the land) killed at -matrix-job-timeout
 	check     resultCheck
 	pushes    int           // receive-pack POSTs the server saw during the trial
 	requests  int           // HTTP requests of every kind the server saw during the trial
-	clientCPU time.Duration // the jobs and their waited-for descendants, without the gates
+	clientCPU time.Duration // the jobs (and the land) and their waited-for descendants, without the gates
 	// serverCPU is the server's processes (see matrixServer.cpu); serverOK
 	// says whether it could be read.
 	serverCPU time.Duration
 	serverOK  bool
 	benchCPU  time.Duration // this process's own: the in-process HTTP server or proxy, the gate bookkeeping
 	load      string        // the 1-minute load average just before the release
-	firstErr  string        // the deciding line of the first failed job
+	firstErr  string        // the deciding line of the first failed job (or of the land)
+	// land is the land's own share of the trial, for a method with one
+	// (hasLand): its wall time from its release to its exit, and the pushes
+	// and requests the server saw meanwhile.
+	hasLand                  bool
+	landWall                 time.Duration
+	landPushes, landRequests int
 }
 
 // matrixEnv is the jobs' environment: the runner's, without the fixed
@@ -447,8 +474,8 @@ func loadAverage() string {
 // their answer was sent are counted. It is not part of the wall time.
 const serverSettle = 100 * time.Millisecond
 
-// matrixTrial runs n jobs of one method against a fresh remote and checks
-// the branch afterwards.
+// matrixTrial runs n jobs of one method (and its land) against a fresh
+// remote and checks the branch afterwards.
 func matrixTrial(r *runner, cfg config, srv *matrixServer, tools matrixTools, mode matrixMode, m matrixMethod, n, trial int, work string) (res matrixResult, err error) {
 	repoName := fmt.Sprintf("m-%s-%d-%d-%s", mode.name, n, trial, m.name)
 	rem, err := srv.newRepo(repoName, filepath.Join(work, "seed-"+mode.name))
@@ -474,25 +501,73 @@ func matrixTrial(r *runner, cfg config, srv *matrixServer, tools matrixTools, mo
 	jr.timeout = cfg.matrix.jobTimeout
 	jr.stdoutToo = true // git pull prints its conflicts there
 	res.load = loadAverage()
-	pushes0, requests0, children0, self0 := srv.pushes(), srv.requests(), childrenCPU(), selfCPU()
-	server0, ok0 := srv.cpu()
+	before := readCounters(srv)
 	outcomes, wall, err := jr.concurrentIn(dirs, argvs)
 	if err != nil {
 		return res, err
 	}
+	var land *outcome
+	if m.land != nil {
+		if land, err = runLand(&jr, srv, jobs[0].dir, m.land(tools), &res); err != nil {
+			return res, err
+		}
+	}
 	time.Sleep(serverSettle)
-	pushes1, requests1, children1, self1 := srv.pushes(), srv.requests(), childrenCPU(), selfCPU()
-	server1, ok1 := srv.cpu()
+	res.tallyProcesses(before, readCounters(srv), wall, outcomes, land)
 
-	res.wall, res.pushes, res.requests, res.benchCPU = wall, pushes1-pushes0, requests1-requests0, self1-self0
-	exited0 := make([]bool, n)
-	var jobsCPU time.Duration // with the gates: what RUSAGE_CHILDREN counted for them
-	for i, o := range outcomes {
-		jobsCPU += o.cpu
+	counts, extra, err := readResults(r, rem.gitDir, mode, m.ownBranch, jobs)
+	if err != nil {
+		return res, err
+	}
+	res.check = tally(counts, exitedZero(outcomes, land))
+	res.check.extra = extra
+	return res, nil
+}
+
+// trialCounters are what a trial reads of the server and of this process
+// before and after its processes run.
+type trialCounters struct {
+	pushes, requests int
+	children, self   time.Duration // childrenCPU, selfCPU
+	server           time.Duration // matrixServer.cpu
+	serverOK         bool
+}
+
+func readCounters(srv *matrixServer) trialCounters {
+	c := trialCounters{pushes: srv.pushes(), requests: srv.requests(), children: childrenCPU(), self: selfCPU()}
+	c.server, c.serverOK = srv.cpu()
+	return c
+}
+
+// runLand runs a method's land in dir, alone at the gate, once every job has
+// exited, and records its own wall time, pushes and requests in res.
+func runLand(jr *runner, srv *matrixServer, dir string, argv []string, res *matrixResult) (*outcome, error) {
+	pushes0, requests0 := srv.pushes(), srv.requests()
+	outcomes, wall, err := jr.concurrentIn([]string{dir}, [][]string{argv})
+	if err != nil {
+		return nil, fmt.Errorf("land: %w", err)
+	}
+	res.hasLand, res.landWall = true, wall
+	res.landPushes, res.landRequests = srv.pushes()-pushes0, srv.requests()-requests0
+	return &outcomes[0], nil
+}
+
+// tallyProcesses fills in what the jobs and the land (nil without one) did,
+// from their outcomes and the counters before and after them: the wall time
+// (the jobs' and the land's: the bench's start of the land's process between
+// them is left out), the jobs that exited 0, the failures, the pushes,
+// requests and CPU times.
+func (res *matrixResult) tallyProcesses(before, after trialCounters, wall time.Duration, outcomes []outcome, land *outcome) {
+	res.wall, res.pushes, res.requests, res.benchCPU = wall+res.landWall, after.pushes-before.pushes, after.requests-before.requests, after.self-before.self
+	var reaped time.Duration // with the gates: what RUSAGE_CHILDREN counted for them
+	procs := slices.Clone(outcomes)
+	if land != nil {
+		procs = append(procs, *land)
+	}
+	for i, o := range procs {
+		reaped += o.cpu
 		res.clientCPU += o.targetCPU()
 		if o.err == nil {
-			exited0[i] = true
-			res.landed++
 			continue
 		}
 		if strings.HasPrefix(o.err.Error(), "timed out") {
@@ -500,21 +575,31 @@ func matrixTrial(r *runner, cfg config, srv *matrixServer, tools matrixTools, mo
 		}
 		if res.firstErr == "" {
 			res.firstErr = decidingLine(o.stderr, o.stderrTail, o.err.Error())
+			if i == len(outcomes) {
+				res.firstErr = "the land: " + res.firstErr
+			}
 		}
 	}
-	// Every child reaped in the window was a job or a server process (git
-	// http-backend and what it ran); a Gitea's processes are its own
-	// children and are counted through srv.cpu.
-	res.serverCPU = max(0, children1-children0-jobsCPU) + (server1 - server0)
-	res.serverOK = ok0 && ok1
-
-	counts, extra, err := readResults(r, rem.gitDir, mode, m.ownBranch, jobs)
-	if err != nil {
-		return res, err
+	for _, ok := range exitedZero(outcomes, land) {
+		if ok {
+			res.landed++
+		}
 	}
-	res.check = tally(counts, exited0)
-	res.check.extra = extra
-	return res, nil
+	// Every child reaped in the window was a job, the land or a server
+	// process (git http-backend and what it ran); a Gitea's processes are
+	// its own children and are counted through srv.cpu.
+	res.serverCPU = max(0, after.children-before.children-reaped) + (after.server - before.server)
+	res.serverOK = before.serverOK && after.serverOK
+}
+
+// exitedZero says for each job whether it counts as exited 0: it did, and so
+// did the land, if there is one.
+func exitedZero(outcomes []outcome, land *outcome) []bool {
+	ok := make([]bool, len(outcomes))
+	for i, o := range outcomes {
+		ok[i] = o.err == nil && (land == nil || land.err == nil)
+	}
+	return ok
 }
 
 // decidingLine picks the line that says why a job failed from the head
@@ -627,6 +712,9 @@ func runMatrixServer(r *runner, cfg config, srv *matrixServer, tools matrixTools
 					progress("matrix %s %s n=%d trial %d/%d %s: %s s wall, %d/%d exited 0, %d once, %d lost, %d duplicated, %d pushes, %d requests, load %s",
 						srv.name, mode.name, n, t+1, trials, m.name, seconds(res.wall), res.landed, n,
 						res.check.once, res.check.lost, res.check.dup, res.pushes, res.requests, res.load)
+					if res.hasLand {
+						progress("matrix: %s's land: %s s wall, %d pushes, %d requests", m.name, seconds(res.landWall), res.landPushes, res.landRequests)
+					}
 					if res.check.okLost > 0 {
 						progress("matrix: WARNING: %s: %d jobs exited 0 but their result is not on the branch", m.name, res.check.okLost)
 					}

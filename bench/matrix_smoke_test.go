@@ -27,16 +27,8 @@ func TestMain(m *testing.M) {
 // mode, and checks what landed. It asserts outcomes, never times.
 func TestMatrixSmoke(t *testing.T) {
 	git := smokeGit(t)
-	bin := filepath.Join(t.TempDir(), "refretry")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building refretry: %v\n%s", err, out)
-	}
-
 	jobs := testutil.Scale(t, 2, 3)
-	cfg := config{git: git, refretry: bin, trials: 1, timeout: 2 * time.Minute, charts: t.TempDir()}
+	cfg := config{git: git, refretry: smokeRefretry(t), trials: 1, timeout: 2 * time.Minute, charts: t.TempDir()}
 	cfg.matrix = matrixConfig{
 		jobs: intList{jobs}, modes: matrixModeNames(), methods: nameList{"git", "rebase"}, servers: nameList{"http"},
 		checkout: "detached", pushTimeout: time.Minute, jobTimeout: 2 * time.Minute,
@@ -117,6 +109,62 @@ func TestMatrixLatencySmoke(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestMatrixFanInSmoke runs the fan-in with 2 jobs (3 at the stress size)
+// beside gather and the floor, from clones on branch main (the land runs in
+// job-000's, whose checked-out branch is the one it lands on): every job
+// stages, the land lands every result once and its pushes are counted with
+// the trial's, and the report compares it with the floor plus its land. It
+// asserts outcomes and counts, never times.
+func TestMatrixFanInSmoke(t *testing.T) {
+	jobs := testutil.Scale(t, 2, 3)
+	cfg := config{git: smokeGit(t), refretry: smokeRefretry(t), trials: 1, timeout: 2 * time.Minute}
+	cfg.matrix = matrixConfig{
+		jobs: intList{jobs}, modes: nameList{"files"}, methods: nameList{"fanin", "gather", "floor"}, servers: nameList{"http"},
+		checkout: "branch", pushTimeout: time.Minute, jobTimeout: 2 * time.Minute,
+	}
+	rep := smokePhase(t, cfg)
+	trials := rep.servers[0].trials
+	for _, name := range []string{"fanin", "gather", "floor"} {
+		got := trials[matrixKey{"files", name, jobs}]
+		if len(got) != 1 {
+			t.Fatalf("%s: %d trials, want 1", name, len(got))
+		}
+		res := got[0]
+		if c := res.check; res.landed != jobs || c.once != jobs || c.dup != 0 || c.okLost != 0 {
+			t.Errorf("%s: %d exited 0, results %+v: %s", name, res.landed, c, res.firstErr)
+		}
+		if res.hasLand != (name == "fanin") {
+			t.Errorf("%s: has a land: %v", name, res.hasLand)
+		}
+	}
+	fanin := trials[matrixKey{"files", "fanin", jobs}][0]
+	// Each job's staging push, then the land's own: at least its wave.
+	if fanin.landPushes < 1 || fanin.pushes < jobs+fanin.landPushes || fanin.landRequests <= fanin.landPushes ||
+		fanin.requests < fanin.landRequests+2*jobs || fanin.landWall <= 0 || fanin.wall <= fanin.landWall {
+		t.Errorf("fanin: %d pushes, %d requests, wall %v; the land's: %d pushes, %d requests, wall %v",
+			fanin.pushes, fanin.requests, fanin.wall, fanin.landPushes, fanin.landRequests, fanin.landWall)
+	}
+	out := rep.render()
+	for _, want := range []string{fmt.Sprintf("| %d | fanin ÷ (floor + its land) |", jobs), fmt.Sprintf("| %d | fanin ÷ gather |", jobs)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// smokeRefretry builds refretry for a smoke test.
+func smokeRefretry(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "refretry")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building refretry: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // smokeGit is the git under test, REFRETRY_TEST_GIT, or skips the test.

@@ -184,6 +184,65 @@ func TestMatrixMethods(t *testing.T) {
 	if got := argv["queue"]; got[0] != "/bin/flock" || got[1] != "/t/queue.lock" {
 		t.Errorf("queue: %q", got)
 	}
+	// The fan-in: the jobs stage only, and the land, with the same key, lands.
+	if got := argv["fanin"]; !slices.Equal(got, []string{"/r/refretry", "--timeout", "1m30s", "push", "--gather", "--no-wait", "origin", "0123abc:refs/heads/main"}) {
+		t.Errorf("fanin: %q", got)
+	}
+	for _, m := range matrixMethods {
+		if m.name != "fanin" && m.land != nil {
+			t.Errorf("%s has a land", m.name)
+		}
+		if m.name == "fanin" && (m.land == nil || !slices.Equal(m.land(tools), []string{"/r/refretry", "--timeout", "1m30s", "gather", "land", "origin", "main"}) ||
+			!slices.Equal(m.env, gatherEnv) || !m.compare) {
+			t.Errorf("fanin: land, env %q, compare %v", m.env, m.compare)
+		}
+	}
+}
+
+// TestTallyLand checks how a land's outcome decides the jobs': a job counts as
+// exited 0 only when the land did too, the land's failure is said when no job
+// failed, and its CPU, timeout and wall time are the trial's.
+func TestTallyLand(t *testing.T) {
+	t.Parallel()
+	jobs := []outcome{{cpu: 3 * time.Second, gateCPU: time.Second}, {cpu: 2 * time.Second, gateCPU: time.Second}}
+	before := trialCounters{pushes: 1, requests: 2, children: time.Second, serverOK: true}
+	after := trialCounters{pushes: 6, requests: 20, children: 10 * time.Second, serverOK: true}
+	for _, tc := range []struct {
+		name     string
+		land     *outcome
+		landed   int
+		timedOut int
+		firstErr string
+	}{
+		{"no land", nil, 2, 0, ""},
+		{"the land exited 0", &outcome{cpu: 2 * time.Second, gateCPU: time.Second}, 2, 0, ""},
+		{"the land failed", &outcome{cpu: 2 * time.Second, gateCPU: time.Second, err: fmt.Errorf("exit status 128"),
+			stderr: "refretry: landed 0 staged commits in 0 gathers\nfatal: unable to access 'x'\n"}, 0, 0, "the land: refretry: landed 0 staged commits in 0 gathers"},
+		{"the land timed out", &outcome{err: fmt.Errorf("timed out after 5m0s: signal: killed")}, 0, 1, "the land: timed out after 5m0s: signal: killed"},
+	} {
+		res := matrixResult{}
+		if tc.land != nil {
+			res.hasLand, res.landWall = true, 2*time.Second
+		}
+		res.tallyProcesses(before, after, 3*time.Second, jobs, tc.land)
+		wantWall, wantClient, reaped := 3*time.Second, 3*time.Second, 5*time.Second
+		if tc.land != nil {
+			wantWall, wantClient, reaped = 5*time.Second, wantClient+tc.land.targetCPU(), reaped+tc.land.cpu
+		}
+		switch {
+		case res.landed != tc.landed || res.timedOut != tc.timedOut || res.firstErr != tc.firstErr:
+			t.Errorf("%s: %d exited 0, %d timed out, first error %q; want %d, %d, %q", tc.name, res.landed, res.timedOut, res.firstErr, tc.landed, tc.timedOut, tc.firstErr)
+		case res.wall != wantWall || res.clientCPU != wantClient || res.serverCPU != 9*time.Second-reaped || res.pushes != 5 || res.requests != 18:
+			t.Errorf("%s: wall %v, client CPU %v, server CPU %v, %d pushes, %d requests", tc.name, res.wall, res.clientCPU, res.serverCPU, res.pushes, res.requests)
+		}
+	}
+	// A failed job is named before the land.
+	failed := []outcome{{}, {err: fmt.Errorf("exit status 1"), stderr: "refretry: cannot stage\n"}}
+	res := matrixResult{}
+	res.tallyProcesses(before, after, time.Second, failed, &outcome{err: fmt.Errorf("exit status 1")})
+	if res.firstErr != "refretry: cannot stage" || res.landed != 0 {
+		t.Errorf("a failed job and a failed land: first error %q, %d exited 0", res.firstErr, res.landed)
+	}
 }
 
 func TestMatrixEnv(t *testing.T) {
@@ -354,6 +413,42 @@ func TestRenderMatrix(t *testing.T) {
 	}
 	if strings.Contains(out, "rebase ÷ queue") {
 		t.Errorf("a ratio against the skipped queue was written:\n%s", out)
+	}
+}
+
+// TestRenderFanIn checks the fan-in's place in the report: the land in the
+// raw trials, its ratios against gather and the floor, and against the floor
+// plus its own land.
+func TestRenderFanIn(t *testing.T) {
+	t.Parallel()
+	cfg := config{trials: 1}
+	cfg.matrix = matrixConfig{jobs: intList{8}, checkout: "detached", pushTimeout: time.Minute, jobTimeout: time.Minute}
+	_, methods := selectedMatrix(config{matrix: matrixConfig{methods: nameList{"floor", "fanin", "gather"}}})
+	rep := newMatrixReport(cfg, matrixModes[:1], methods, nil)
+	rep.server("http", "smart HTTP")
+	for _, m := range methods {
+		res := matrixResult{wall: 4 * time.Second, landed: 8, pushes: 8, requests: 16, check: resultCheck{once: 8}, serverOK: true, load: "1.00"}
+		if m.name == "fanin" {
+			res.wall, res.pushes, res.requests = 6*time.Second, 11, 31
+			res.hasLand, res.landWall, res.landPushes, res.landRequests = true, time.Second, 3, 15
+		}
+		rep.add("files", m.name, 8, 1, res)
+	}
+	out := rep.render()
+	for _, want := range []string{
+		"| 8 | fanin ÷ gather | **1.50×** |",
+		"| 8 | fanin ÷ floor | **1.50×** | 1.38× | 1.94× |",
+		"| 8 | fanin ÷ (floor + its land) | **1.20×** | 1.00× | 1.00× | n/a | n/a | the land (waves of up to 64 staged commits): median 1.000 s, 3 pushes, 15 requests |",
+		"| http | files | 8 | 1 | fanin | 1.00 | 6.000 | 8 | 0 | 8 | 0 | 0 | 0 | 0 | 11 | 31 | 0.000 | 0.000 | 0.000 | 1.000, 3, 15 |\n",
+		// Without a land, its cell is empty.
+		"| http | files | 8 | 1 | gather | 1.00 | 4.000 | 8 | 0 | 8 | 0 | 0 | 0 | 0 | 8 | 16 | 0.000 | 0.000 | 0.000 |  |\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "gather ÷ (floor") {
+		t.Errorf("a method without a land is compared with the floor plus a land:\n%s", out)
 	}
 }
 

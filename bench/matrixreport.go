@@ -36,8 +36,8 @@ type matrixReport struct {
 func newMatrixReport(cfg config, modes []matrixMode, methods []matrixMethod, skips map[string]string) *matrixReport {
 	rep := &matrixReport{cfg: cfg, modes: modes, methods: methods, skips: skips}
 	rep.raw.WriteString("### Raw trials, matrix\n\n" +
-		"| server | mode | jobs | trial | method | load (1 min) | wall (s) | exited 0 | timed out | once | lost | duplicated | exit 0, result lost | other lines | pushes | requests | client CPU (s) | server CPU (s) | bench process CPU (s) |\n" +
-		"|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		"| server | mode | jobs | trial | method | load (1 min) | wall (s) | exited 0 | timed out | once | lost | duplicated | exit 0, result lost | other lines | pushes | requests | client CPU (s) | server CPU (s) | bench process CPU (s) | land: wall (s), pushes, requests |\n" +
+		"|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	return rep
 }
 
@@ -55,10 +55,14 @@ func (rep *matrixReport) add(mode, method string, n, trial int, res matrixResult
 	s := rep.servers[len(rep.servers)-1]
 	k := matrixKey{mode, method, n}
 	s.trials[k] = append(s.trials[k], res)
-	fmt.Fprintf(&rep.raw, "| %s | %s | %d | %d | %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n",
+	land := ""
+	if res.hasLand {
+		land = fmt.Sprintf("%s, %d, %d", seconds(res.landWall), res.landPushes, res.landRequests)
+	}
+	fmt.Fprintf(&rep.raw, "| %s | %s | %d | %d | %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s |\n",
 		s.name, mode, n, trial, method, res.load, seconds(res.wall), res.landed, res.timedOut,
 		res.check.once, res.check.lost, res.check.dup, res.check.okLost, res.check.extra, res.pushes, res.requests,
-		seconds(res.clientCPU), serverCPUText(res.serverCPU, res.serverOK), seconds(res.benchCPU))
+		seconds(res.clientCPU), serverCPUText(res.serverCPU, res.serverOK), seconds(res.benchCPU), land)
 }
 
 func serverCPUText(d time.Duration, ok bool) string {
@@ -90,14 +94,24 @@ type matrixSummary struct {
 	medianServerCPU time.Duration
 	serverOK        bool // the server's CPU was read in every trial
 	firstErr        string
+	// The land's medians, for a method with one (hasLand): its own wall
+	// time, pushes and requests.
+	hasLand            bool
+	medianLandWall     time.Duration
+	medianLandPushes   float64
+	medianLandRequests float64
 }
 
 func summarizeMatrix(trials []matrixResult, n int) matrixSummary {
 	s := matrixSummary{trials: len(trials), serverOK: len(trials) > 0}
 	var landed, once, pushes, requests []int
-	var client, server []time.Duration
+	var client, server, landWall []time.Duration
 	var perLanded, requestsLanded []float64
+	var landPushes, landRequests []int
 	for _, t := range trials {
+		if t.hasLand {
+			landWall, landPushes, landRequests = append(landWall, t.landWall), append(landPushes, t.landPushes), append(landRequests, t.landRequests)
+		}
 		s.walls = append(s.walls, t.wall)
 		landed, once, pushes = append(landed, t.landed), append(once, t.check.once), append(pushes, t.pushes)
 		requests = append(requests, t.requests)
@@ -130,6 +144,10 @@ func summarizeMatrix(trials []matrixResult, n int) matrixSummary {
 		s.requestsLanded = medianOfFloats(requestsLanded)
 	}
 	s.medianClientCPU, s.medianServerCPU = median(client), median(server)
+	if len(landWall) > 0 {
+		s.hasLand, s.medianLandWall = true, median(landWall)
+		s.medianLandPushes, s.medianLandRequests = medianFloat(landPushes), medianFloat(landRequests)
+	}
 	return s
 }
 
@@ -212,7 +230,9 @@ func (rep *matrixReport) intro(b *strings.Builder) {
 		"mode a `.gitattributes` with `results.csv merge=union`), and N job directories, each `git clone --depth 1 --branch main " +
 		"<url>` over HTTP (as actions/checkout makes them; " + strconv.Itoa(matrixSetupWorkers) + " at a time) with its own " +
 		"`user.name`/`user.email` and one commit of its result. Then the N jobs are held at a shared gate and released at once. " +
-		"Wall time runs from the release to the last job's exit. *Pushes* are the receive-pack POSTs the server received during " +
+		"Wall time runs from the release to the last job's exit; for a method with a land (`fanin`: a fan-in job run once " +
+		"every job has exited, held at a gate of its own in job-000's clone and then released), the land's own wall time, from its release to its " +
+		"exit, is added (the bench's start of its process in between is not counted: in a CI that is the scheduling of one more job). *Pushes* are the receive-pack POSTs the server received during " +
 		"the trial, *requests* every HTTP request it received then (info/refs GETs, upload-pack and receive-pack POSTs): " +
 		"under the forge latency model each of them costs the client one round trip. *Client CPU* is user+system time of the jobs and every descendant they waited for (wait4), without the " +
 		"gate's own time. *Server CPU*: for the HTTP server, the git http-backend processes (and the receive-pack, upload-pack, " +
@@ -224,12 +244,13 @@ func (rep *matrixReport) intro(b *strings.Builder) {
 		"*Results*: after each trial the branch's final tree is read from the remote: every job's file with its content " +
 		"(files mode), or every job's line in `results.csv` (shared modes). *once* counts results there exactly once, *lost* " +
 		"those missing, *duplicated* those there more than once; *exit 0, result lost* counts jobs that exited 0 although " +
-		"their result is not there, which must be 0 for every method; *other lines* are lines of `results.csv` that are " +
+		"their result is not there, which must be 0 for every method (for `fanin` a job counts as exited 0 when it and the land both " +
+		"did: its own exit 0 says only that its commit is staged); *other lines* are lines of `results.csv` that are " +
 		"neither its header nor a job's line (conflict markers, say). For `floor`, each job's result is looked for on its own branch.\n\n")
 	b.WriteString("| setting | value |\n|---|---|\n")
 	fmt.Fprintf(b, "| checkout form (`-matrix-checkout %s`) | %s |\n", cfg.matrix.checkout, checkout)
 	if cfg.matrix.pushTimeout > 0 {
-		fmt.Fprintf(b, "| refretry's budget (`-matrix-push-timeout`) | `--timeout %s` on every refretry push |\n", cfg.matrix.pushTimeout)
+		fmt.Fprintf(b, "| refretry's budget (`-matrix-push-timeout`) | `--timeout %s` on every refretry push (and `gather land`) |\n", cfg.matrix.pushTimeout)
 	} else {
 		b.WriteString("| refretry's budget (`-matrix-push-timeout`) | refretry's default: 60 s in which nothing moved, within 15 min |\n")
 	}
@@ -353,6 +374,9 @@ func (rep *matrixReport) renderRatios(b *strings.Builder, sums [][]*matrixSummar
 				rows = append(rows, fmt.Sprintf("| %d | %s ÷ %s | **%s** | %s | %s | %s | %s | %s |", n, c.name, d.name,
 					ratio(a.medianWall, z.medianWall), ratioFloat(a.medianPushes, z.medianPushes), ratioFloat(a.medianRequests, z.medianRequests),
 					ratio(a.medianClientCPU, z.medianClientCPU), serverRatio, matrixCaution(n, c.name, *a, d.name, *z)))
+				if d.name == "floor" && a.hasLand {
+					rows = append(rows, landRatioRow(n, c.name, *a, *z))
+				}
 			}
 		}
 	}
@@ -361,6 +385,20 @@ func (rep *matrixReport) renderRatios(b *strings.Builder, sums [][]*matrixSummar
 	}
 	b.WriteString("| jobs | ratio of medians | wall | pushes | requests | client CPU | server CPU | note |\n|--:|---|--:|--:|--:|--:|--:|---|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n\n")
+}
+
+// landRatioRow compares a method with a land (fanin) with the floor plus its
+// own land: N pushes that do not contend, then the land's waves (one up to
+// 64 jobs) as the method's trials measured them.
+func landRatioRow(n int, name string, a, floor matrixSummary) string {
+	note := fmt.Sprintf("the land (waves of up to 64 staged commits): median %s s, %s pushes, %s requests",
+		seconds(a.medianLandWall), formatCount(a.medianLandPushes), formatCount(a.medianLandRequests))
+	if caution := matrixCaution(n, name, a, "floor", floor); caution != "" {
+		note += "; " + caution
+	}
+	return fmt.Sprintf("| %d | %s ÷ (floor + its land) | **%s** | %s | %s | n/a | n/a | %s |", n, name,
+		ratio(a.medianWall, floor.medianWall+a.medianLandWall), ratioFloat(a.medianPushes, floor.medianPushes+a.medianLandPushes),
+		ratioFloat(a.medianRequests, floor.medianRequests+a.medianLandRequests), note)
 }
 
 // matrixCaution says which side of a ratio did not land every result in

@@ -415,3 +415,62 @@ func TestGitLabComponentRun(t *testing.T) {
 		})
 	}
 }
+
+// TestGitLabComponentFanIn runs the fan-in with the component's job as a runner runs
+// it, without a release: version source builds this checkout (REFRETRY_SOURCE_DIR,
+// which the install script reads) with this machine's build cache. Two
+// parallel:matrix jobs with gather and gather-no-wait stage their commits and end;
+// the land job with gather-land lands both. The key is the CI/CD variable
+// REFRETRY_GATHER_KEY, as the component's header advises. Bad values stop the job
+// before anything is installed or staged.
+func TestGitLabComponentFanIn(t *testing.T) {
+	t.Parallel()
+	c := loadComponent(t)
+	r, env := glEnv(t)
+	linkGoCache(t, filepath.Join(r.Dir, goCacheDir))
+	keyed := append(slices.Clone(env), "REFRETRY_SOURCE_DIR="+root, "REFRETRY_GATHER_KEY=gitlab-test-gather-key-0123")
+	r.Run("push", "-q", "origin", "HEAD:refs/heads/results")
+	for _, job := range []string{"a", "b"} {
+		r.Run("reset", "-q", "--hard", r.Commit)
+		r.NewCommit("result of job " + job)
+		if out, err := glRun(t, c, map[string]string{"version": "source", "gather": "results", "gather-no-wait": "true"}, keyed, r.Dir); err != nil {
+			t.Fatalf("job %s: %v\n%s", job, err, out)
+		}
+	}
+	staged := strings.Split(r.Run("ls-remote", "origin", "refs/refretry/gather/results/*"), "\n")
+	if tip := r.Run("ls-remote", "origin", "refs/heads/results"); len(staged) != 2 || !strings.HasPrefix(tip, r.Commit) {
+		t.Fatalf("after the matrix jobs: staged %q, results at %q; want 2 staged and results where it was", staged, tip)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		inputs map[string]string
+		env    []string
+		fail   string
+	}{
+		{"bad gather-no-wait", map[string]string{"gather": "results", "gather-no-wait": "yes"}, keyed, "refretry: gather-no-wait must be true or false\n"},
+		{"gather-no-wait alone", map[string]string{"gather-no-wait": "true"}, keyed, "refretry: gather-no-wait needs gather: the branch to stage the job's commit for\n"},
+		{"gather-land without a key", map[string]string{"gather-land": "results"}, env,
+			"refretry: gather-land needs a gather key: set the masked CI/CD variable REFRETRY_GATHER_KEY (or the input gather-key), or gather-key: none"},
+	} {
+		out, err := glRun(t, c, tc.inputs, tc.env, r.Dir)
+		if err == nil || !strings.HasPrefix(out, tc.fail) {
+			t.Errorf("%s: %v\n%s\nwant the job to fail at once with %q", tc.name, err, out, tc.fail)
+		}
+	}
+	if got := r.Run("ls-remote", "origin", "refs/refretry/gather/results/*"); len(strings.Split(got, "\n")) != 2 {
+		t.Fatalf("the refused jobs changed what is staged: %q", got)
+	}
+
+	out, err := glRun(t, c, map[string]string{"version": "source", "gather-land": "results"}, keyed, r.Dir)
+	if err != nil || !strings.Contains(out, "refretry: landed 2 staged commits in 1 gathers\n") {
+		t.Fatalf("the land job: %v\n%s", err, out)
+	}
+	r.Run("fetch", "-q", "origin", "results")
+	if got := r.Run("log", "--format=%s", r.Commit+"..FETCH_HEAD"); got != "result of job b\nresult of job a" {
+		t.Errorf("results has %q on top of where it was, want both jobs' commits, in the order they staged", got)
+	}
+	if left := r.Run("ls-remote", "origin", "refs/refretry/*"); left != "" {
+		t.Errorf("left on the remote: %s", left)
+	}
+}

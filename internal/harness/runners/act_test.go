@@ -323,7 +323,8 @@ func TestActAutoCommitAction(t *testing.T) {
 
 // TestActExamples runs the GitHub examples as a user would copy them, unchanged, with
 // act (files backend): gather.yml (8 jobs landing on results, then the same 8 again,
-// as a re-run, which lands nothing twice) and matrix.yml (8 jobs
+// as a re-run, which lands nothing twice), gather-fan-in.yml (8 jobs staging, then the
+// land job, on a remote of its own) and matrix.yml (8 jobs
 // pushing a result ref each, then collect). actions/checkout is the test's stand-in
 // (testdata/checkout); fan-in.yml is not run: actions/upload-artifact and
 // download-artifact cannot be had offline, and no action but checkout is stubbed (a
@@ -356,6 +357,27 @@ func TestActExamples(t *testing.T) {
 		again := w.runAct(t, filepath.Join(examples, "gather.yml"), t.TempDir())
 		again.checkJobs(t, "bench", 8)
 		w.checkLanded(t, want)
+	})
+
+	t.Run("gather-fan-in.yml", func(t *testing.T) {
+		fw := newWorld(t, "files") // results as the seed made it: nothing of gather.yml's
+		run := fw.runAct(t, filepath.Join(examples, "gather-fan-in.yml"), t.TempDir())
+		run.checkJobs(t, "bench", 8)
+		landed := false
+		for job, r := range run.results() {
+			if strings.HasSuffix(job, "/land") {
+				landed = r == "success"
+			}
+		}
+		if !landed {
+			t.Errorf("the land job: %v", run.results())
+		}
+		var want []string
+		for i := 1; i <= 8; i++ {
+			want = append(want, fmt.Sprintf("results of shard %d (run 1)", i))
+		}
+		fw.checkLanded(t, want)
+		fw.checkNoLeftovers(t)
 	})
 
 	t.Run("matrix.yml", func(t *testing.T) {

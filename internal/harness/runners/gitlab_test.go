@@ -276,7 +276,7 @@ func TestGitLabOverrides(t *testing.T) {
 	if got := w.run(t, w.remote, "for-each-ref", "--format=%(refname)", "refs/runners/"); got != "refs/runners/own-before" {
 		t.Errorf("the remote's refs/runners/: %q, want own-before's push", got)
 	}
-	const why = "refretry: the inputs args, stdin, push, gather and run-script did not run: this job's own script replaced the component's; give your commands as the input run-script (a script in the project), or drop those inputs"
+	const why = "refretry: the inputs args, stdin, push, gather, gather-land and run-script did not run: this job's own script replaced the component's; give your commands as the input run-script (a script in the project), or drop those inputs"
 	if !strings.Contains(out, "> "+why) || passed(out, "own-script") {
 		t.Errorf("own-script did not fail saying %q", why)
 	}
