@@ -71,6 +71,7 @@ func (r *Runner) List(ctx context.Context, remote, branch string) (Listing, erro
 // stderr (nil discards it) only when a push fails for good.
 func (r *Runner) Land(ctx context.Context, remote, branch string, stderr io.Writer) (Result, error) {
 	u := r.newRun(ctx, target{remote: remote, branch: branch}, stderr)
+	u.landing = true
 	defer u.cleanup()
 	if u.err != nil { // a policy that cannot work, a git that cannot replay
 		return u.res, u.err
@@ -91,7 +92,7 @@ func (r *Runner) Land(ctx context.Context, remote, branch string, stderr io.Writ
 				if st.lease == marker {
 					u.takeLease(ctx, marker, "") // nothing left: let it go
 				}
-				return u.res, nil
+				return u.res, u.leftConflicts()
 			}
 			if st.lease != leaseSeen || leaseSince.IsZero() {
 				leaseSeen, leaseSince = st.lease, u.clock.Now()
@@ -110,6 +111,19 @@ func (r *Runner) Land(ctx context.Context, remote, branch string, stderr io.Writ
 			return u.res, err
 		}
 	}
+}
+
+// leftConflicts is Land's error for the staged commits its gathers moved to the
+// conflict namespace, nil when none.
+func (u *run) leftConflicts() error {
+	if len(u.res.Conflicts) == 0 {
+		return nil
+	}
+	e := &LeftError{Branch: u.n.branch}
+	for _, id := range u.res.Conflicts {
+		e.Refs = append(e.Refs, u.n.conflict(id))
+	}
+	return e
 }
 
 // landerHolds reports whether Land holds the lease at marker, taking it when it is

@@ -286,6 +286,35 @@ func TestGatherConflict(t *testing.T) {
 	checkClean(t, r)
 }
 
+// TestGatherFanInConflict: a fan-in's jobs stage and exit (NoWait), and the land
+// that follows lands what replays and fails, naming the conflict refs, for what does
+// not: in a fan-in no job is left to take its own conflict, so a land that exited 0
+// would lose it.
+func TestGatherFanInConflict(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	r := newRemote(t, g, map[string]string{"version": "1\n"})
+	jobs := []job{
+		newJob(t, r, "a", map[string]string{"version": "2\n"}),
+		newJob(t, r, "b", map[string]string{"version": "3\n"}),
+	}
+	for i, j := range jobs {
+		res, err := j.runner(r, func(gr *gather.Runner) { gr.NoWait = true }).Run(context.Background(), pushArgs, nil, nil, nil)
+		if err != nil || res.ExitCode != 0 || res.Landed || res.ID == "" {
+			t.Fatalf("job %d: %+v, %v; want staged and exit 0, not landed", i, res, err)
+		}
+	}
+	res, err := jobs[0].runner(r, fakeTime).Land(context.Background(), "origin", "main", nil)
+	var left *gather.LeftError
+	if !errors.As(err, &left) || len(left.Refs) != 1 || res.Gathered != 1 || len(res.Conflicts) != 1 ||
+		!strings.HasPrefix(left.Refs[0], "refs/refretry/conflict/main/") {
+		t.Fatalf("land: %+v, %v; want one landed and a *LeftError naming one conflict ref", res, err)
+	}
+	if refs := r.refs("refs/refretry/conflict/"); len(refs) != 1 {
+		t.Errorf("conflict refs on the remote: %v, want the one the error names", refs)
+	}
+}
+
 // TestGatherAbandoned: a job killed after staging still lands (the next job's gather
 // takes its commit), and a lease whose holder died is taken over once it has not
 // changed for LeaseTimeout.

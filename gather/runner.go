@@ -101,6 +101,9 @@ type Result struct {
 	// Refused are the staged ids its gathers saw and did not land because they did
 	// not verify against the Key (they stay staged), in the order it saw them.
 	Refused []string
+	// Conflicts are the staged ids its gathers moved to the conflict namespace, for
+	// their jobs: their commits did not replay onto the branch.
+	Conflicts []string
 }
 
 // ConflictError is a job whose staged commit does not replay onto the branch: a
@@ -135,6 +138,20 @@ type NotLandedError struct {
 func (e *NotLandedError) Error() string {
 	return fmt.Sprintf("%s (%s) has not landed after %v (%s); it stays staged and lands with the next gather",
 		e.Ref, replay.Short(e.Commit), e.Elapsed.Round(time.Millisecond), e.Reason)
+}
+
+// LeftError is a Land that moved staged commits to the conflict namespace, since they
+// did not replay onto the branch: in a fan-in their jobs have ended, so their results
+// have not landed, and Land fails saying which.
+type LeftError struct {
+	Branch string
+	Refs   []string // the conflict refs
+}
+
+func (e *LeftError) Error() string {
+	return fmt.Sprintf("%d staged commits conflict with %s and did not land; each is kept at its conflict ref for its job or a human "+
+		"(land it with push --rebase or --regenerate, then refretry gather discard its id): %s",
+		len(e.Refs), e.Branch, strings.Join(e.Refs, ", "))
 }
 
 // MovedError is a job whose staged ref someone else moved to another commit (Now):
@@ -174,6 +191,7 @@ type run struct {
 	pushTook    time.Duration   // how long the last push took: the staging push, then each wave's
 	lastWave    time.Duration   // how long the last wave took, from its look to its push's end
 	lookTook    time.Duration   // how long the last look took
+	landing     bool            // the run is Land's
 	errOut      io.Writer       // the run's stderr (nil: discarded)
 	perWave     int             // staged commits a gather takes (halved when a remote refuses as many)
 	shallow     bool            // the repository is a shallow clone

@@ -33,7 +33,7 @@ func (u *run) gatherAll(ctx context.Context, st state, held string) (state, erro
 			u.release(ctx, st, held)
 			return st, nil
 		}
-		if !st.eta.at.After(u.clock.Now()) {
+		if u.waiters(ids) && !st.eta.at.After(u.clock.Now()) {
 			st = u.announce(ctx, st, len(ids), held, u.lookTook)
 		}
 		next, err := u.gather(ctx, ids, st, held, began)
@@ -116,6 +116,7 @@ func (u *run) gather(ctx context.Context, ids []string, st state, value string, 
 	if !ok {
 		return value, u.refused(w, perr)
 	}
+	u.res.Conflicts = append(u.res.Conflicts, w.conflicts...)
 	if len(w.landed) > 0 {
 		u.res.Waves++
 		u.res.Gathered += len(w.landed)
@@ -123,6 +124,13 @@ func (u *run) gather(ctx context.Context, ids []string, st state, value string, 
 		u.notify("gathered %d staged commits onto %s as %s (%d left to their jobs)", len(w.landed), u.n.branch, replay.Short(w.tip), len(w.conflicts))
 	}
 	return next, nil
+}
+
+// waiters reports whether jobs may be waiting for the wave of ids: it takes a commit
+// other than this job's own, and this is a job's gather, not `gather land`'s (whose
+// commits' jobs, of a fan-in, have not waited).
+func (u *run) waiters(ids []string) bool {
+	return !u.landing && (len(ids) > 1 || len(ids) == 1 && ids[0] != u.res.ID)
 }
 
 // announce publishes a forecast for a wave of n commits about to start, when none is
@@ -214,7 +222,8 @@ func (u *run) fetchWave(ctx context.Context, w *wave) error {
 
 // replayWave replays the wave's commits onto the branch, one after another, and
 // sorts each into landed or conflicts. It reads every commit it needs with one git,
-// and then runs two for each commit: merge-tree and commit-tree.
+// merges them with one more and writes the new commits with a third (replay.Chain;
+// more where commits are signed, or the git cannot merge trees).
 func (u *run) replayWave(ctx context.Context, w *wave) error {
 	revs := append([]string{w.head}, w.commits...)
 	for _, c := range w.commits {
@@ -226,38 +235,37 @@ func (u *run) replayWave(ctx context.Context, w *wave) error {
 	}
 	n := len(w.commits)
 	staged, parents := infos[1:1+n], infos[1+n:]
-	w.tip = w.head
-	tipTree := infos[0].Tree
+	chain := u.repo.Chain(ctx, w.head, infos[0].Tree)
 	for i, id := range w.ids {
-		tree, err := u.replayOne(ctx, w.commits[i], w.tip, staged[i], parents[i])
+		tree, err := u.replayOne(ctx, chain, w.commits[i], staged[i], parents[i])
 		switch {
 		case err != nil:
 			u.notify("%s is left to its job: %v", u.n.staged(id), err)
 			w.conflicts = append(w.conflicts, id)
-		case tree == tipTree && staged[i].Tree != parents[i].Tree:
+		case tree == chain.Tree() && staged[i].Tree != parents[i].Tree:
 			// Its changes are on the branch already (another job's were the same):
 			// landed, without a commit that changes nothing. (A commit that was empty
 			// to begin with is kept: its message is its content.)
 			w.landed = append(w.landed, id)
 		default:
-			next, err := u.repo.Write(ctx, staged[i], tree, w.tip, replay.Keep{Committer: true, Trailer: Trailer + ": " + id})
-			if err != nil {
+			if err := chain.Add(ctx, staged[i], tree, replay.Keep{Committer: true, Trailer: Trailer + ": " + id}); err != nil {
 				return err
 			}
-			w.tip, tipTree = next, tree
 			w.landed = append(w.landed, id)
 		}
 	}
-	return nil
+	w.tip, err = chain.Finish(ctx)
+	return err
 }
 
 // replayOne merges the changes of the staged commit c (read as info, its parent as
-// parent) into tip, and returns the tree; a *replay.ConflictError when they conflict.
-func (u *run) replayOne(ctx context.Context, c, tip string, info, parent replay.Commit) (string, error) {
+// parent) into the chain's tree, and returns the tree; an error that says so when they
+// conflict.
+func (u *run) replayOne(ctx context.Context, chain *replay.Chain, c string, info, parent replay.Commit) (string, error) {
 	if info.Tree == "" || parent.Tree == "" {
 		return "", fmt.Errorf("%s or its parent did not arrive", replay.Short(c))
 	}
-	tree, err := u.repo.MergeTree(ctx, tip, c, c+"^")
+	tree, err := chain.Merge(ctx, c, c+"^")
 	if ce := (*replay.ConflictError)(nil); errors.As(err, &ce) {
 		return "", fmt.Errorf("it conflicts with %s in %v", u.n.branch, ce.Paths)
 	}

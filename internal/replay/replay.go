@@ -168,6 +168,8 @@ type Commit struct {
 	// Signature the kind of signature it carries: openpgp, ssh or x509, "" for none.
 	// CommitTree signs the commit it writes from one that carries a signature.
 	ID, Signature string
+	// Encoding is its encoding header ("" for none: UTF-8), which a Chain keeps.
+	Encoding string
 }
 
 // Ident is an author or committer line: a name, an email and a date ("<seconds> <zone>").
@@ -237,6 +239,8 @@ func parseCommit(name string, text []byte) (Commit, error) {
 			c.Author = parseIdent(v)
 		case "committer":
 			c.Committer = parseIdent(v)
+		case "encoding":
+			c.Encoding = v
 		}
 	}
 	if c.Author.Email == "" && c.Author.Name == "" {
