@@ -192,6 +192,7 @@ type run struct {
 	lastWave    time.Duration   // how long the last wave took, from its look to its push's end
 	lookTook    time.Duration   // how long the last look took
 	landing     bool            // the run is Land's
+	fetched     bool            // it fetched into refs/refretry/fetched/ (cleanup)
 	errOut      io.Writer       // the run's stderr (nil: discarded)
 	perWave     int             // staged commits a gather takes (halved when a remote refuses as many)
 	shallow     bool            // the repository is a shallow clone
@@ -235,12 +236,12 @@ func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, e
 	if err := u.readSigning(ctx); err != nil {
 		return u.res, err
 	}
-	commit, done, err := u.prepare(ctx)
+	commit, info, done, err := u.prepare(ctx)
 	if err != nil || done {
 		u.res.Landed = done
 		return u.res, err
 	}
-	if err := u.checkSigning(ctx, commit); err != nil {
+	if err := u.checkSigning(ctx, commit, info); err != nil {
 		return u.res, err
 	}
 	began := u.clock.Now()
@@ -320,6 +321,9 @@ func (u *run) shallowness(ctx context.Context) (bool, []string) {
 
 // cleanup removes the local refs the run fetched into (refs/refretry/fetched/).
 func (u *run) cleanup() {
+	if !u.fetched {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := u.repo.Output(ctx, "for-each-ref", "--format=delete %(refname)", "refs/refretry/fetched/")
@@ -381,69 +385,56 @@ func (u *run) since(t time.Time) time.Duration { return u.clock.Now().Sub(t) }
 func (u *run) jitter(d time.Duration) time.Duration { return retry.Jitter(d, 0.5, u.random()) }
 
 // prepare works out the one commit to stage: the source itself when it is one commit
-// on the remote tip it started from, else its changes squashed into one. done is true
-// when the branch already has the source.
-func (u *run) prepare(ctx context.Context) (commit string, done bool, err error) {
+// on the remote tip it started from, else its changes squashed into one. info is the
+// source commit as read. done is true when the branch already has the source.
+func (u *run) prepare(ctx context.Context) (commit string, info replay.Commit, done bool, err error) {
 	source := u.t.source
-	src, parents := u.parents(ctx, source)
-	if src == "" {
-		return "", false, fmt.Errorf("%s is not a commit", source)
+	infos, err := u.repo.ReadCommits(ctx, []string{source + "^{commit}"})
+	if err != nil || infos[0].Tree == "" {
+		return "", info, false, fmt.Errorf("%s is not a commit", source)
 	}
+	info = infos[0]
+	src, parents := info.ID, info.Parents
 	// A depth-1 checkout's one commit sits on the shallow boundary: its parent is the
 	// remote tip it started from, with no need to ask the remote.
 	// (Unless the remote is known to have the commit itself: a remote-tracking ref
 	// contains it.)
 	if len(parents) == 1 && slices.Contains(u.boundary, parents[0]) && !u.tracked(ctx, src) {
-		return src, false, nil
+		return src, info, false, nil
 	}
 	tip, err := u.fetch(ctx, []string{u.n.head()}, 0)
 	if err != nil {
-		return "", false, err
+		return "", info, false, err
 	}
 	base, err := u.repo.Output(ctx, "merge-base", src, tip[0])
 	if err != nil || base == "" {
-		return "", false, fmt.Errorf("%s has no commit in common with the remote's %s", source, u.n.head())
+		return "", info, false, fmt.Errorf("%s has no commit in common with the remote's %s", source, u.n.head())
 	}
 	count, _ := u.repo.Output(ctx, "rev-list", "--count", src, "^"+base)
 	switch count {
 	case "0":
 		u.notify("%s is on %s already", replay.Short(src), u.n.branch)
-		return "", true, nil
+		return "", info, true, nil
 	case "1":
 		if len(parents) == 1 && parents[0] == base {
-			return src, false, nil
+			return src, info, false, nil
 		}
 	}
 	// Several commits: one commit with the last one's tree, author and message.
-	info, err := u.repo.ReadCommit(ctx, src)
-	if err != nil {
-		return "", false, err
-	}
 	squashed, err := u.repo.CommitTree(ctx, info, src+"^{tree}", base, true)
 	if se := (*replay.SignError)(nil); errors.As(err, &se) {
-		return "", false, se.Failure("nothing was staged")
+		return "", info, false, se.Failure("nothing was staged")
 	} else if err != nil {
-		return "", false, err
+		return "", info, false, err
 	}
 	u.notify("%s commits of %s staged as one, %s", count, source, replay.Short(squashed))
-	return squashed, false, nil
+	return squashed, info, false, nil
 }
 
 // tracked reports whether a remote-tracking ref contains commit.
 func (u *run) tracked(ctx context.Context, commit string) bool {
 	out, err := u.repo.Output(ctx, "for-each-ref", "--count=1", "--contains", commit, "refs/remotes/")
 	return err != nil || out != "" // when git cannot tell, do not take the short cut
-}
-
-// parents are the commit rev names and its parents, from one git ("" when rev names
-// no commit).
-func (u *run) parents(ctx context.Context, rev string) (string, []string) {
-	out, err := u.repo.Output(ctx, "rev-list", "--parents", "-n1", rev+"^{commit}", "--")
-	f := strings.Fields(out)
-	if err != nil || len(f) == 0 {
-		return "", nil
-	}
-	return f[0], f[1:]
 }
 
 // stage pushes commit to a staged ref of its own, retried as any push is, and in the
@@ -549,7 +540,9 @@ func (u *run) takeLease(ctx context.Context, old, value string) bool {
 // many commits of each, 0 for all the history the negotiation brings) and returns
 // their values, in order.
 func (u *run) fetch(ctx context.Context, refs []string, depth int) ([]string, error) {
-	args := []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head"}
+	u.fetched = true
+	// No maintenance: it would run after every wave, in the jobs' time.
+	args := []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance"}
 	if depth > 0 {
 		args = append(args, fmt.Sprintf("--depth=%d", depth))
 	}
@@ -566,9 +559,20 @@ func (u *run) fetch(ctx context.Context, refs []string, depth int) ([]string, er
 	if c.Code != 0 {
 		return nil, fmt.Errorf("git fetch exited %d: %s", c.Code, lastLine(c.Stderr))
 	}
+	// Every value with one git, not one a ref: a wave fetches up to MaxPerWave.
+	out, err := u.repo.Output(ctx, "for-each-ref", "--format=%(refname) %(objectname)", "refs/refretry/fetched/")
+	if err != nil {
+		return nil, fmt.Errorf("reading what was fetched: %w", err)
+	}
+	have := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if ref, oid, ok := strings.Cut(line, " "); ok {
+			have[ref] = oid
+		}
+	}
 	values := make([]string, len(refs))
 	for i, l := range locals {
-		if values[i] = u.repo.RevParse(ctx, l); values[i] == "" {
+		if values[i] = have[l]; values[i] == "" {
 			return nil, fmt.Errorf("fetching %s: nothing arrived", refs[i])
 		}
 	}

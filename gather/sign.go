@@ -27,16 +27,13 @@ func (u *run) readSigning(ctx context.Context) error {
 }
 
 // checkSigning makes sure that this job, should it gather, can sign what it replays:
-// when its repository signs its commits, or its own commit carries a signature (the
-// others' will too), it signs one commit of its own first. It returns the run's
-// failure when it cannot: then nothing is staged.
-func (u *run) checkSigning(ctx context.Context, commit string) error {
-	var info replay.Commit
-	if !u.repo.Sign.Always {
-		var err error
-		if info, err = u.repo.ReadCommit(ctx, commit); err != nil || info.Signature == "" {
-			return err
-		}
+// when its repository signs its commits, or its own commit (info, read as the source
+// of the staged commit) carries a signature (the others' will too), it signs one
+// commit of its own first. It returns the run's failure when it cannot: then nothing
+// is staged.
+func (u *run) checkSigning(ctx context.Context, commit string, info replay.Commit) error {
+	if !u.repo.Sign.Always && info.Signature == "" {
+		return nil
 	}
 	err := u.repo.CheckSigning(ctx)
 	var se *replay.SignError

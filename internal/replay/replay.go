@@ -185,8 +185,8 @@ func (r Repo) ReadCommit(ctx context.Context, commit string) (Commit, error) {
 }
 
 // ReadCommits reads every commit of revs (object names, or expressions such as
-// "<oid>^") with one git, in order. A rev that names no commit here gives a zero
-// Commit (its Tree is empty).
+// "<oid>^") with one git, in order, each Commit's ID its object name. A rev that
+// names no commit here gives a zero Commit (its Tree is empty).
 func (r Repo) ReadCommits(ctx context.Context, revs []string) ([]Commit, error) {
 	cmd := r.Command(ctx, r.Env, "cat-file", "--batch")
 	cmd.Stdin = strings.NewReader(strings.Join(revs, "\n") + "\n")
@@ -213,7 +213,7 @@ func (r Repo) ReadCommits(ctx context.Context, revs []string) ([]Commit, error) 
 		}
 		out = rest[size+1:]
 		if f[1] == "commit" {
-			if commits[i], err = parseCommit(rev, rest[:size]); err != nil {
+			if commits[i], err = parseCommit(f[0], rest[:size]); err != nil {
 				return nil, err
 			}
 		}
