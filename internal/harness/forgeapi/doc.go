@@ -1,0 +1,61 @@
+// Package forgeapi fakes the APIs through which a job makes a commit on a GitHub or
+// GitLab branch without git push (issue 39, refretry push --api), for offline tests.
+// It is test support, not product.
+//
+// # Modelled
+//
+// StartGitHub and StartGitLab serve an API on 127.0.0.1 that writes real git
+// objects into a real bare repository with the git binary (hash-object, mktree,
+// commit-tree, update-ref), and the same repository over smart HTTP beside it
+// (internal/harness/gitserver, Options.Git): a test pushes a job's objects to a
+// staging ref at CloneURL, calls the API with the staged tree, and fetches the
+// result.
+//
+//   - GitHub REST git data, rooted at APIURL as at api.github.com: POST
+//     /repos/{o}/{r}/git/blobs (utf-8 or base64), git/trees (base_tree; modes
+//     100644, 100755, 120000, 040000, 160000; "sha": null deletes a path; content
+//     writes a blob), git/commits (parents, message, optional author and committer)
+//     and GET git/commits/{sha}, both with verification; GET git/ref/{ref}, POST
+//     git/refs (422 "Reference already exists"), PATCH git/refs/{ref}. With force
+//     false an update must fast-forward the branch as it is when the update is
+//     made, checked and applied with update-ref's compare-and-swap: of updates
+//     racing from one head exactly one lands, the others get 422 "Update is not a
+//     fast forward".
+//   - Signing: a REST commit made with an App token (Token.App) that names neither
+//     author nor committer is signed with the server's key (Options.Signer, else a
+//     new SSH key) by commit-tree -S, committer "GitHub <noreply@github.com>", as
+//     GitHub's web-flow key signs; git verify-commit with Signer().ConfigArgs() and
+//     Env() accepts it. verification.reason is "valid" for those, "unsigned" for
+//     unsigned commits, "unknown_key" for any other signature.
+//   - Tokens (Options.Tokens, DefaultTokens): GitHub's Authorization: Bearer or
+//     token. Rules (Options.Rules) refuse updates in the API's words.
+//   - Faults, by request number (Options.Faults) or by a callback that sees each
+//     request's Kind and number (Options.Inject): a forced race (LandFirst: another
+//     writer's commit lands on the branch, then the request is served), any answer
+//     in place of the request's (rate limits, abuse, 5xx, refusals, a bad token),
+//     after applying the request if Apply says so (the outcome is lost).
+//     Requests and Count count the requests, by kind.
+//
+// # Transcribed from documentation/reports, not captured
+//
+// No forge was captured for this package; every forge text is transcribed from
+// documentation or users' reports. GitHub: "Update is not a fast forward",
+// "Reference already exists", "Reference does not exist", 404 "Not Found", "Bad
+// credentials", "Resource not accessible by integration"; a ruleset's "Repository
+// rule violations found\n\n<rule>\n\n" (satisfactory-factories/application#67) with
+// "Commits must have verified signatures." and "Changes must be made through a pull
+// request." (docs/forges.md); the secondary limit's message with Retry-After, and
+// x-ratelimit-remaining: 0 with x-ratelimit-reset (GitHub's rate-limit
+// documentation); the abuse 403 with "code": "abuse" and no Retry-After
+// (docs/forges.md); "Tree SHA does not exist" and "Parent SHA does not exist or is
+// not a commit object" (reports).
+//
+// # Simplified
+//
+//   - Refusals of malformed requests (bad modes, bad base64, a path through a file,
+//     missing fields) use this package's words with the forge's status.
+//   - verification's signature and payload are null; REST's signature field (a
+//     commit the client signed) is refused; only the server's key is trusted.
+//   - No pagination, ETags or rate-limit headers on ordinary answers, and no
+//     rate-limit budget: a limit is a fault. Dates come from Options.Now.
+package forgeapi
