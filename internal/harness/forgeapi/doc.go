@@ -21,11 +21,20 @@
 //     made, checked and applied with update-ref's compare-and-swap: of updates
 //     racing from one head exactly one lands, the others get 422 "Update is not a
 //     fast forward".
-//   - Signing: a REST commit made with an App token (Token.App) that names neither
-//     author nor committer is signed with the server's key (Options.Signer, else a
-//     new SSH key) by commit-tree -S, committer "GitHub <noreply@github.com>", as
-//     GitHub's web-flow key signs; git verify-commit with Signer().ConfigArgs() and
-//     Env() accepts it. verification.reason is "valid" for those, "unsigned" for
+//   - GitHub GraphQL at GraphQLURL: createCommitOnBranch, and queries of
+//     repository(owner, name) { ref(qualifiedName) / defaultBranchRef { target {
+//     ... on Commit { oid ... } } } } and viewer. expectedHeadOid is compared with
+//     the branch's head before the commit is made and again, by compare-and-swap,
+//     when the branch moves: a lost race is HTTP 200 with data
+//     {"createCommitOnBranch": null} and one STALE_DATA error. Additions are written
+//     as regular files (100644): an executable loses its bit, a symbolic link becomes
+//     a file; merges, submodules, root commits and missing branches cannot be
+//     written, as on GitHub.
+//   - Signing: every createCommitOnBranch commit, and a REST commit made with an App
+//     token (Token.App) that names neither author nor committer, is signed with the
+//     server's key (Options.Signer, else a new SSH key) by commit-tree -S,
+//     committer "GitHub <noreply@github.com>", as GitHub's web-flow key signs; git
+//     verify-commit with Signer().ConfigArgs() and Env() accepts it. verification.reason is "valid" for those, "unsigned" for
 //     unsigned commits, "unknown_key" for any other signature.
 //   - Tokens (Options.Tokens, DefaultTokens): GitHub's Authorization: Bearer or
 //     token. Rules (Options.Rules) refuse updates in the API's words.
@@ -48,12 +57,23 @@
 // x-ratelimit-remaining: 0 with x-ratelimit-reset (GitHub's rate-limit
 // documentation); the abuse 403 with "code": "abuse" and no Retry-After
 // (docs/forges.md); "Tree SHA does not exist" and "Parent SHA does not exist or is
-// not a commit object" (reports).
+// not a commit object" (reports). GraphQL: STALE_DATA's shape and words, "Expected
+// branch to point to \"<oid>\" but it did not.  Pull and try again."
+// (ministryofjustice/modernisation-platform#11985); RATE_LIMITED on a 200
+// (docs/forges.md); the null expectedHeadOid message (avitorio/outstatic#17);
+// FORBIDDEN's "Resource not accessible by integration"; "Could not resolve to a
+// Repository with the name '<o>/<n>'.".
 //
 // # Simplified
 //
 //   - Refusals of malformed requests (bad modes, bad base64, a path through a file,
-//     missing fields) use this package's words with the forge's status.
+//     missing fields, a deletion of a missing path, a missing branch, a rule broken
+//     through GraphQL) use this package's words with the forge's status or error
+//     type.
+//   - GraphQL is a subset: no named fragments, directives or block strings (a parse
+//     error), no schema validation (an unknown field is an error beside the rest of
+//     data, where GitHub refuses the whole document), a branch only by
+//     repositoryNameWithOwner and branchName.
 //   - verification's signature and payload are null; REST's signature field (a
 //     commit the client signed) is refused; only the server's key is trusted.
 //   - No pagination, ETags or rate-limit headers on ordinary answers, and no

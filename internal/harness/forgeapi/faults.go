@@ -91,3 +91,19 @@ func GitHubRuleViolation(rule string) Fault {
 
 // ruleViolation is the message of a ruleset refusal (transcribed from reports).
 func ruleViolation(rule string) string { return "Repository rule violations found\n\n" + rule + "\n\n" }
+
+// GraphQLError is GitHub's GraphQL failure: HTTP 200 with errors of type typ (e.g.
+// "RATE_LIMITED", "FORBIDDEN") and no data.
+func GraphQLError(typ, message string) Fault {
+	return jsonFault(http.StatusOK, map[string]any{"data": nil, "errors": []map[string]any{{"type": typ, "message": message}}})
+}
+
+// GraphQLRateLimited is GitHub's GraphQL rate limit: HTTP 200 with an error of type
+// RATE_LIMITED, x-ratelimit-remaining: 0 and x-ratelimit-reset.
+func GraphQLRateLimited(reset time.Time) Fault {
+	f := GraphQLError("RATE_LIMITED", "API rate limit exceeded for installation ID 1.")
+	f.Header.Set("x-ratelimit-remaining", "0")
+	f.Header.Set("x-ratelimit-reset", strconv.FormatInt(reset.Unix(), 10))
+	f.Header.Set("x-ratelimit-resource", "graphql")
+	return f
+}

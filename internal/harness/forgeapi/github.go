@@ -13,8 +13,8 @@ import (
 )
 
 // StartGitHub starts a fake GitHub for the test: its REST git data API under
-// APIURL() (as api.github.com's root), the repository over smart HTTP at
-// CloneURL(). It stops when the test ends.
+// APIURL() (as api.github.com's root), GraphQL at GraphQLURL(), the repository over
+// smart HTTP at CloneURL(). It stops when the test ends.
 func StartGitHub(t testing.TB, opts Options) *Server {
 	t.Helper()
 	return start(t, "github", opts, (*Server).githubRoutes)
@@ -29,6 +29,9 @@ func (s *Server) APIURL() string {
 	return s.ts.URL
 }
 
+// GraphQLURL is GitHub's GraphQL endpoint.
+func (s *Server) GraphQLURL() string { return s.ts.URL + "/graphql" }
+
 func (s *Server) githubRoutes() http.Handler {
 	repo := "/repos/{owner}/{repo}/git/"
 	mux := s.serveMux([]route{
@@ -42,6 +45,7 @@ func (s *Server) githubRoutes() http.Handler {
 	}, s.githubAuth, s.githubRepo, func(w http.ResponseWriter, r *http.Request) {
 		githubError(w, http.StatusNotFound, "Not Found", "")
 	})
+	mux.HandleFunc("POST /graphql", s.graphql)
 	return mux
 }
 

@@ -26,7 +26,7 @@ type client struct {
 	value  string // its value
 }
 
-// github is a client of s's REST API with Authorization: Bearer token
+// github is a client of s's REST API (and GraphQL) with Authorization: Bearer token
 // ("" for none).
 func github(t testing.TB, s *forgeapi.Server, token string) *client {
 	return &client{t: t, base: s.APIURL(), header: "Authorization", value: "Bearer " + token}
@@ -75,6 +75,12 @@ func (c *client) do(method, path string, body any) reply {
 	r := reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
 	json.Unmarshal(b, &r.json)
 	return r
+}
+
+// graphql posts a GraphQL document with variables to the fake GitHub.
+func (c *client) graphql(query string, vars map[string]any) reply {
+	c.t.Helper()
+	return c.do("POST", "/graphql", map[string]any{"query": query, "variables": vars})
 }
 
 // commit makes a commit of tree on parent through the REST API.

@@ -21,6 +21,11 @@ const (
 	GitHubGetRef       Kind = "github.get-ref"       // GET /repos/{o}/{r}/git/ref/{ref}
 	GitHubCreateRef    Kind = "github.create-ref"    // POST /repos/{o}/{r}/git/refs
 	GitHubUpdateRef    Kind = "github.update-ref"    // PATCH /repos/{o}/{r}/git/refs/{ref}
+	// GitHubCommitOnBranch is a GraphQL document whose operation is a mutation
+	// (createCommitOnBranch); GitHubGraphQLQuery any other GraphQL document, one
+	// that does not parse included.
+	GitHubCommitOnBranch Kind = "github.graphql-mutation"
+	GitHubGraphQLQuery   Kind = "github.graphql-query"
 	// Unknown is a request for anything else (answered 404).
 	Unknown Kind = "unknown"
 )
