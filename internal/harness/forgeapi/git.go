@@ -2,13 +2,16 @@ package forgeapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/refretry/refretry/internal/harness/testutil"
+	"github.com/refretry/refretry/internal/replay"
 )
 
 // zeroOID is the value update-ref takes for "the ref must not exist yet".
@@ -149,43 +152,27 @@ type commitInfo struct {
 	Parents           []string
 	Author, Committer ident
 	Message           string
-	Signed            bool // the commit carries a gpgsig header
+	Signed            bool // the commit carries a signature
 }
 
-// readCommit reads commit oid's object.
+// readCommit reads commit oid, with the module's one reader of commit objects
+// (internal/replay).
 func (r *repo) readCommit(oid string) (commitInfo, error) {
-	raw, err := r.run(nil, nil, "cat-file", "commit", oid)
+	c, err := replay.Repo{Git: r.git, Dirs: []string{r.dir}, Env: r.env}.ReadCommit(context.Background(), oid)
 	if err != nil {
 		return commitInfo{}, err
 	}
-	c := commitInfo{OID: oid}
-	head, msg, _ := strings.Cut(raw, "\n\n")
-	c.Message = msg
-	for _, line := range strings.Split(head, "\n") {
-		key, val, _ := strings.Cut(line, " ")
-		switch key {
-		case "tree":
-			c.Tree = val
-		case "parent":
-			c.Parents = append(c.Parents, val)
-		case "author":
-			c.Author = parseIdent(val)
-		case "committer":
-			c.Committer = parseIdent(val)
-		case "gpgsig", "gpgsig-sha256":
-			c.Signed = true
-		}
-	}
-	return c, nil
+	return commitInfo{OID: oid, Tree: c.Tree, Parents: c.Parents, Author: identOf(c.Author), Committer: identOf(c.Committer),
+		Message: strings.TrimSuffix(string(c.Message), "\n"), Signed: c.Signature != ""}, nil
 }
 
-// parseIdent reads "Name <email> 1767323045 +0000".
-func parseIdent(s string) ident {
-	name, rest, _ := strings.Cut(s, " <")
-	email, when, _ := strings.Cut(rest, "> ")
+// identOf is replay's identity (its date "<seconds> <zone>") as an ident in UTC.
+func identOf(i replay.Ident) ident {
 	var secs int64
-	fmt.Sscan(when, &secs)
-	return ident{Name: name, Email: email, When: time.Unix(secs, 0).UTC()}
+	if f := strings.Fields(i.Date); len(f) > 0 {
+		secs, _ = strconv.ParseInt(f[0], 10, 64)
+	}
+	return ident{Name: i.Name, Email: i.Email, When: time.Unix(secs, 0).UTC()}
 }
 
 // verified reports whether git verify-commit accepts oid's signature made with signer.

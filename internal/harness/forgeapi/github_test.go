@@ -5,10 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/forgeapi"
@@ -27,12 +24,7 @@ func TestGitHubStagedTreeThroughREST(t *testing.T) {
 	t.Parallel()
 	s := forgeapi.StartGitHub(t, forgeapi.Options{})
 	w := clone(t, s)
-	w.write("bin/run", "#!/bin/sh\necho run\n", 0o755)
-	if err := os.Symlink("bin/run", filepath.Join(w.dir, "run")); err != nil {
-		t.Fatal(err)
-	}
-	w.run("add", "-A")
-	w.run("commit", "-q", "-m", "job 1")
+	w.commitAll("job 1", map[string]string{"bin/run": "#!/bin/sh\necho run\n"}, map[string]string{"run": "bin/run"})
 	w.run("push", "-q", "origin", "HEAD:refs/refretry/staging/job-1")
 	tree, parent := w.run("rev-parse", "HEAD^{tree}"), w.run("rev-parse", "HEAD^")
 
@@ -253,19 +245,9 @@ func TestGitHubRESTRace(t *testing.T) {
 	for i := range commits {
 		commits[i] = gh.commit(fmt.Sprintf("job %d\n", i), tree, head).str("sha")
 	}
-	replies := make([]reply, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range commits {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			replies[i] = gh.do("PATCH", repoPath+"/refs/heads/main", map[string]any{"sha": commits[i], "force": false})
-		}()
-	}
-	close(start)
-	wg.Wait()
+	replies := race(n, func(i int) reply {
+		return gh.do("PATCH", repoPath+"/refs/heads/main", map[string]any{"sha": commits[i], "force": false})
+	})
 	var won []string
 	for i, r := range replies {
 		switch {

@@ -4,11 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,13 +47,7 @@ func TestCreateCommitOnBranch(t *testing.T) {
 	t.Parallel()
 	s := forgeapi.StartGitHub(t, forgeapi.Options{})
 	w := clone(t, s)
-	w.write("bin/run", "#!/bin/sh\n", 0o755)
-	w.write("gone.txt", "gone\n", 0o644)
-	if err := os.Symlink("bin/run", filepath.Join(w.dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	w.run("add", "-A")
-	w.run("commit", "-q", "-m", "modes")
+	w.commitAll("modes", map[string]string{"bin/run": "#!/bin/sh\n", "gone.txt": "gone\n"}, map[string]string{"link": "bin/run"})
 	w.run("push", "-q", "origin", "HEAD:main")
 	head := s.Head("main")
 	in := input("main", head, map[string]string{"bin/run": "#!/bin/sh\necho changed\n", "link": "bin/run", "new/dir/file.txt": "new\n"}, "gone.txt")
@@ -223,19 +214,9 @@ func TestGraphQLRace(t *testing.T) {
 	s := forgeapi.StartGitHub(t, forgeapi.Options{})
 	head := s.Head("main")
 	n := testutil.Scale(t, 6, 24)
-	replies := make([]reply, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range replies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			replies[i] = github(t, s, forgeapi.AppToken).graphql(commitOnBranch, input("main", head, map[string]string{fmt.Sprintf("job-%d.txt", i): "done\n"}))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	replies := race(n, func(i int) reply {
+		return github(t, s, forgeapi.AppToken).graphql(commitOnBranch, input("main", head, map[string]string{fmt.Sprintf("job-%d.txt", i): "done\n"}))
+	})
 	var won []string
 	for i, r := range replies {
 		if oid := r.str("data", "createCommitOnBranch", "commit", "oid"); oid != "" {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/forgeapi"
@@ -95,6 +96,25 @@ func tip(s *forgeapi.Server, branch string) (head, tree string) {
 	return head, s.Git("rev-parse", head+"^{tree}")
 }
 
+// race runs send(0) to send(n-1) at once, each on a goroutine of its own released
+// together, and returns their replies in order.
+func race(n int, send func(i int) reply) []reply {
+	replies := make([]reply, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range replies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			replies[i] = send(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return replies
+}
+
 // get is the value at keys (object keys, or list indexes as ints) in r's JSON, nil
 // when there is none.
 func (r reply) get(keys ...any) any {
@@ -168,19 +188,30 @@ func (w *work) try(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// write writes a file of the work tree (mode 0755 for an executable).
-func (w *work) write(path, content string, mode os.FileMode) {
+// commitAll writes files (path to content; a content starting with "#!" is an
+// executable) and symbolic links (path to target), and commits the work tree.
+func (w *work) commitAll(msg string, files, links map[string]string) {
 	w.t.Helper()
-	p := filepath.Join(w.dir, path)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		w.t.Fatal(err)
+	for path, content := range files {
+		p := filepath.Join(w.dir, path)
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(content, "#!") {
+			mode = 0o755
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			w.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			w.t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(p, []byte(content), mode); err != nil {
-		w.t.Fatal(err)
+	for path, target := range links {
+		if err := os.Symlink(target, filepath.Join(w.dir, path)); err != nil {
+			w.t.Fatal(err)
+		}
 	}
-	if err := os.Chmod(p, mode); err != nil {
-		w.t.Fatal(err)
-	}
+	w.run("add", "-A")
+	w.run("commit", "-q", "-m", msg)
 }
 
 // verify runs git verify-commit on oid in w, s's key trusted (its config and
