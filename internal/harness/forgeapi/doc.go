@@ -36,8 +36,22 @@
 //     committer "GitHub <noreply@github.com>", as GitHub's web-flow key signs; git
 //     verify-commit with Signer().ConfigArgs() and Env() accepts it. verification.reason is "valid" for those, "unsigned" for
 //     unsigned commits, "unknown_key" for any other signature.
+//   - GitLab at APIURL (/api/v4): POST /projects/:id/repository/commits with
+//     actions create, update, delete, move and chmod (content, encoding base64,
+//     previous_path, execute_filemode, last_commit_id; start_branch or start_sha for
+//     a new branch; author_name, author_email), and GET
+//     /projects/:id/repository/branches/:branch; :id is ProjectID or the URL-encoded
+//     path. There is no compare-and-swap on the branch: a commit is made on the
+//     branch as it is when the request is served, whatever the client read
+//     (parent_ids says which). last_commit_id is checked for update, move and delete
+//     against the last commit that changed the file ("The file has changed since
+//     you started editing it: <path>"), as GitLab's Files::MultiService does (read
+//     in its source): docs/forges.md's "ignored" holds for the branch, not for the
+//     file. A create of an existing path is 400 "A file with this name already
+//     exists". GitLab never signs.
 //   - Tokens (Options.Tokens, DefaultTokens): GitHub's Authorization: Bearer or
-//     token. Rules (Options.Rules) refuse updates in the API's words.
+//     token; GitLab's PRIVATE-TOKEN, JOB-TOKEN (job tokens only) or Authorization:
+//     Bearer. Rules (Options.Rules) refuse updates in the API's words.
 //   - Faults, by request number (Options.Faults) or by a callback that sees each
 //     request's Kind and number (Options.Inject): a forced race (LandFirst: another
 //     writer's commit lands on the branch, then the request is served), any answer
@@ -62,7 +76,13 @@
 // (ministryofjustice/modernisation-platform#11985); RATE_LIMITED on a 200
 // (docs/forges.md); the null expectedHeadOid message (avitorio/outstatic#17);
 // FORBIDDEN's "Resource not accessible by integration"; "Could not resolve to a
-// Repository with the name '<o>/<n>'.".
+// Repository with the name '<o>/<n>'.". GitLab: "A file with this name already
+// exists" (docs/forges.md), "A file with this name doesn't exist", "The file has
+// changed since you started editing it: <path>" (its source), "401 Unauthorized",
+// "403 Forbidden", "404 Project Not Found", "404 Branch Not Found", "You are not
+// allowed to push into this branch", parameter validation's {"error": "<field> is
+// missing"}, and the throttle's 429 "Retry later" with Retry-After and RateLimit-*
+// headers (GitLab's rate-limit documentation).
 //
 // # Simplified
 //
@@ -74,6 +94,13 @@
 //     error), no schema validation (an unknown field is an error beside the rest of
 //     data, where GitHub refuses the whole document), a branch only by
 //     repositoryNameWithOwner and branchName.
+//   - GitLab's commits are made one at a time (a lock per server), and a branch
+//     someone else moved meanwhile (a push, Land) is read again, so a commit is
+//     never refused for a concurrent one; GitLab may fail a request that loses that
+//     window, in words not on record. start_branch and start_sha only count for a
+//     branch that does not exist; force is not read. RequireSignatures does nothing
+//     there (the push rule does not apply to API commits); RequirePullRequest is a
+//     protected branch.
 //   - verification's signature and payload are null; REST's signature field (a
 //     commit the client signed) is refused; only the server's key is trusted.
 //   - No pagination, ETags or rate-limit headers on ordinary answers, and no

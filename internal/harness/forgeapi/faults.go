@@ -107,3 +107,27 @@ func GraphQLRateLimited(reset time.Time) Fault {
 	f.Header.Set("x-ratelimit-resource", "graphql")
 	return f
 }
+
+// GitLabRateLimit is GitLab's throttle: 429, "Retry later", Retry-After (seconds)
+// and the RateLimit-* headers (transcribed from documentation).
+func GitLabRateLimit(retryAfter int, reset time.Time) Fault {
+	h := http.Header{"Content-Type": {"text/plain"}}
+	h.Set("Retry-After", strconv.Itoa(retryAfter))
+	h.Set("RateLimit-Name", "throttle_authenticated_api")
+	h.Set("RateLimit-Limit", "60")
+	h.Set("RateLimit-Observed", "61")
+	h.Set("RateLimit-Remaining", "0")
+	h.Set("RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	h.Set("RateLimit-ResetTime", reset.UTC().Format(http.TimeFormat))
+	return Fault{Status: http.StatusTooManyRequests, Header: h, Body: "Retry later\n"}
+}
+
+// GitLabUnauthorized is GitLab's 401.
+func GitLabUnauthorized() Fault {
+	return jsonFault(http.StatusUnauthorized, map[string]string{"message": "401 Unauthorized"})
+}
+
+// GitLabForbidden is GitLab's 403.
+func GitLabForbidden() Fault {
+	return jsonFault(http.StatusForbidden, map[string]string{"message": "403 Forbidden"})
+}

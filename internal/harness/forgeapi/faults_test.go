@@ -39,10 +39,23 @@ func TestFaultsByNumber(t *testing.T) {
 			"Repository rule violations found\n\nCommits must have verified signatures.\n\n", ""},
 		{"server error", forgeapi.ServerError(502), 502, nil, "Bad Gateway", ""},
 	}
+	glCases := []faultCase{
+		{"throttled", forgeapi.GitLabRateLimit(30, reset), 429,
+			map[string]string{"Retry-After": "30", "RateLimit-Remaining": "0", "RateLimit-Reset": unix}, "Retry later\n", ""},
+		{"unauthorized", forgeapi.GitLabUnauthorized(), 401, nil, "401 Unauthorized", ""},
+		{"forbidden", forgeapi.GitLabForbidden(), 403, nil, "403 Forbidden", ""},
+		{"server error", forgeapi.ServerError(500), 500, nil, "Internal Server Error", ""},
+	}
 	t.Run("github", func(t *testing.T) {
 		t.Parallel()
 		checkFaults(t, ghCases, forgeapi.StartGitHub, func(s *forgeapi.Server) reply {
 			return githubClient(t, s).do("GET", repoPath+"/ref/heads/main", nil)
+		})
+	})
+	t.Run("gitlab", func(t *testing.T) {
+		t.Parallel()
+		checkFaults(t, glCases, forgeapi.StartGitLab, func(s *forgeapi.Server) reply {
+			return gitlab(t, s, "PRIVATE-TOKEN", forgeapi.GitLabToken).do("GET", "/projects/1/repository/branches/main", nil)
 		})
 	})
 }

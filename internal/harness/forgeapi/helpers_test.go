@@ -33,6 +33,11 @@ func github(t testing.TB, s *forgeapi.Server, token string) *client {
 	return &client{t: t, base: s.APIURL(), header: "Authorization", value: "Bearer " + token}
 }
 
+// gitlab is a client of s's API with token in header (PRIVATE-TOKEN, JOB-TOKEN).
+func gitlab(t testing.TB, s *forgeapi.Server, header, token string) *client {
+	return &client{t: t, base: s.APIURL(), header: header, value: token}
+}
+
 // reply is an answer.
 type reply struct {
 	status int

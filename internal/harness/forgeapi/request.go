@@ -26,6 +26,8 @@ const (
 	// that does not parse included.
 	GitHubCommitOnBranch Kind = "github.graphql-mutation"
 	GitHubGraphQLQuery   Kind = "github.graphql-query"
+	GitLabCreateCommit   Kind = "gitlab.create-commit" // POST /api/v4/projects/:id/repository/commits
+	GitLabGetBranch      Kind = "gitlab.get-branch"    // GET /api/v4/projects/:id/repository/branches/:branch
 	// Unknown is a request for anything else (answered 404).
 	Unknown Kind = "unknown"
 )
