@@ -15,7 +15,9 @@
 //     /repos/{o}/{r}/git/blobs (utf-8 or base64), git/trees (base_tree; modes
 //     100644, 100755, 120000, 040000, 160000; "sha": null deletes a path; content
 //     writes a blob), git/commits (parents, message, optional author and committer)
-//     and GET git/commits/{sha}, both with verification; GET git/ref/{ref}, POST
+//     and GET git/commits/{sha}, both with verification, and GET
+//     /repos/{o}/{r}/commits/{sha or branch} (verification under "commit");
+//     GET git/ref/{ref}, POST
 //     git/refs (422 "Reference already exists"), PATCH git/refs/{ref}. With force
 //     false an update must fast-forward the branch as it is when the update is
 //     made, checked and applied with update-ref's compare-and-swap: of updates
@@ -63,7 +65,8 @@
 //
 // No forge was captured for this package; every forge text is transcribed from
 // documentation or users' reports. GitHub: "Update is not a fast forward",
-// "Reference already exists", "Reference does not exist", 404 "Not Found", "Bad
+// "Reference already exists", "Reference does not exist", 404 "Not Found", "No
+// commit found for SHA: <ref>", "Bad
 // credentials", "Resource not accessible by integration"; a ruleset's "Repository
 // rule violations found\n\n<rule>\n\n" (satisfactory-factories/application#67) with
 // "Commits must have verified signatures." and "Changes must be made through a pull

@@ -39,6 +39,7 @@ func (s *Server) githubRoutes() http.Handler {
 		{"POST " + repo + "trees", GitHubCreateTree, s.createTree},
 		{"POST " + repo + "commits", GitHubCreateCommit, s.createCommit},
 		{"GET " + repo + "commits/{sha}", GitHubGetCommit, s.getCommit},
+		{"GET /repos/{owner}/{repo}/commits/{ref...}", GitHubRepoCommit, s.repoCommit},
 		{"GET " + repo + "ref/{ref...}", GitHubGetRef, s.getRef},
 		{"POST " + repo + "refs", GitHubCreateRef, s.createRef},
 		{"PATCH " + repo + "refs/{ref...}", GitHubUpdateRef, s.updateRef},
@@ -284,13 +285,18 @@ func (s *Server) getCommit(w http.ResponseWriter, r *http.Request, _ Token) {
 	s.answerCommit(w, http.StatusOK, r.PathValue("sha"))
 }
 
-// answerCommit answers status with GitHub's description of commit oid.
+// answerCommit answers status with GitHub's git data description of commit oid.
 func (s *Server) answerCommit(w http.ResponseWriter, status int, oid string) {
 	c, err := s.repo.readCommit(oid)
 	if err != nil {
 		githubError(w, http.StatusInternalServerError, err.Error(), "")
 		return
 	}
+	writeJSON(w, status, s.gitCommitJSON(c))
+}
+
+// gitCommitJSON is the git data API's description of c.
+func (s *Server) gitCommitJSON(c commitInfo) map[string]any {
 	who := func(i ident) map[string]string {
 		return map[string]string{"name": i.Name, "email": i.Email, "date": i.When.Format(time.RFC3339)}
 	}
@@ -299,14 +305,41 @@ func (s *Server) answerCommit(w http.ResponseWriter, status int, oid string) {
 		parents = append(parents, map[string]string{"sha": p, "url": s.repoURL() + "/git/commits/" + p})
 	}
 	verified, reason := s.verification(c)
-	writeJSON(w, status, map[string]any{
-		"sha": oid, "url": s.repoURL() + "/git/commits/" + oid, "html_url": s.git.BaseURL() + "/" + s.opts.Repo + "/commit/" + oid,
+	return map[string]any{
+		"sha": c.OID, "url": s.repoURL() + "/git/commits/" + c.OID, "html_url": s.git.BaseURL() + "/" + s.opts.Repo + "/commit/" + c.OID,
 		"author": who(c.Author), "committer": who(c.Committer), "message": c.Message,
 		"tree":    map[string]string{"sha": c.Tree, "url": s.repoURL() + "/git/trees/" + c.Tree},
 		"parents": parents,
 		"verification": map[string]any{"verified": verified, "reason": reason,
 			"signature": nil, "payload": nil, "verified_at": nil},
-	})
+	}
+}
+
+// repoCommit answers GET /repos/{o}/{r}/commits/{ref}: the commit a commit id or a
+// branch names, with the git data description (verification included) under
+// "commit", as GitHub nests it.
+func (s *Server) repoCommit(w http.ResponseWriter, r *http.Request, _ Token) {
+	ref := r.PathValue("ref")
+	oid := ref
+	if s.repo.objectType(ref) != "commit" {
+		var err error
+		if oid, err = s.repo.resolve("refs/heads/" + ref); err != nil || oid == "" {
+			githubError(w, http.StatusUnprocessableEntity, "No commit found for SHA: "+ref, "/commits/commits#get-a-commit")
+			return
+		}
+	}
+	c, err := s.repo.readCommit(oid)
+	if err != nil {
+		githubError(w, http.StatusInternalServerError, err.Error(), "")
+		return
+	}
+	inner := s.gitCommitJSON(c)
+	parents := inner["parents"]
+	for _, k := range []string{"sha", "parents", "html_url"} {
+		delete(inner, k)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sha": oid, "commit": inner, "parents": parents,
+		"url": s.repoURL() + "/commits/" + oid, "html_url": s.git.BaseURL() + "/" + s.opts.Repo + "/commit/" + oid})
 }
 
 // verification is GitHub's verdict on c's signature: "valid" for one made with the

@@ -47,6 +47,10 @@ func TestGitHubStagedTreeThroughREST(t *testing.T) {
 	if err := w.verify(s, c.str("sha")); err != nil {
 		t.Error(err)
 	}
+	if r := gh.do("GET", "/repos/acme/widgets/commits/main", nil); r.str("sha") != c.str("sha") ||
+		r.get("commit", "verification", "verified") != true || r.str("parents", 0, "sha") != parent {
+		t.Errorf("GET commits/main: %d %s", r.status, r.body)
+	}
 }
 
 // blobID is git's id of a blob holding data.
@@ -215,6 +219,7 @@ func TestGitHubRESTRefusals(t *testing.T) {
 		{"read-only token reads", forgeapi.ReadOnlyToken, "GET", repoPath + "/ref/heads/main", nil, 200, ""},
 		{"read-only token writes", forgeapi.ReadOnlyToken, "POST", repoPath + "/blobs", map[string]string{"content": "x"}, 403, "Resource not accessible by integration"},
 		{"another repository", forgeapi.AppToken, "GET", "/repos/acme/other/git/ref/heads/main", nil, 404, "Not Found"},
+		{"a commit that is not there", forgeapi.AppToken, "GET", "/repos/acme/widgets/commits/nowhere", nil, 422, "No commit found for SHA: nowhere"},
 		{"unsigned commit, signed branch", forgeapi.UserToken, "PATCH", repoPath + "/refs/heads/signed", map[string]string{"sha": byUser}, 422,
 			violation("Commits must have verified signatures.")},
 		{"unsigned commit, new ref under a signed branch's name", forgeapi.UserToken, "POST", repoPath + "/refs", map[string]string{"ref": "refs/heads/signed", "sha": byUser}, 422,
@@ -300,10 +305,18 @@ func TestGitHubSigning(t *testing.T) {
 			for name, oid := range oids {
 				github(t, s, forgeapi.AppToken).do("POST", repoPath+"/refs", map[string]string{"ref": "refs/checks/" + oid, "sha": oid})
 				w.run("fetch", "-q", "origin", "refs/checks/"+oid)
-				r := github(t, s, forgeapi.AppToken).do("GET", repoPath+"/commits/"+oid, nil)
 				valid := reasons[name] == "valid"
-				if r.get("verification", "verified") != valid || r.str("verification", "reason") != reasons[name] {
-					t.Errorf("%s: verification %v, want verified %v, reason %s", name, r.get("verification"), valid, reasons[name])
+				for _, r := range []reply{
+					github(t, s, forgeapi.AppToken).do("GET", repoPath+"/commits/"+oid, nil),
+					github(t, s, forgeapi.AppToken).do("GET", "/repos/acme/widgets/commits/"+oid, nil),
+				} {
+					v, _ := r.get("verification").(map[string]any)
+					if v == nil {
+						v, _ = r.get("commit", "verification").(map[string]any)
+					}
+					if v["verified"] != valid || v["reason"] != reasons[name] {
+						t.Errorf("%s: verification %v, want verified %v, reason %s", name, v, valid, reasons[name])
+					}
 				}
 				if err := w.verify(s, oid); (err == nil) != valid {
 					t.Errorf("%s: git verify-commit: %v, want success %v", name, err, valid)

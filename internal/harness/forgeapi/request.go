@@ -18,6 +18,7 @@ const (
 	GitHubCreateTree   Kind = "github.create-tree"   // POST /repos/{o}/{r}/git/trees
 	GitHubCreateCommit Kind = "github.create-commit" // POST /repos/{o}/{r}/git/commits
 	GitHubGetCommit    Kind = "github.get-commit"    // GET /repos/{o}/{r}/git/commits/{sha}
+	GitHubRepoCommit   Kind = "github.repo-commit"   // GET /repos/{o}/{r}/commits/{ref}
 	GitHubGetRef       Kind = "github.get-ref"       // GET /repos/{o}/{r}/git/ref/{ref}
 	GitHubCreateRef    Kind = "github.create-ref"    // POST /repos/{o}/{r}/git/refs
 	GitHubUpdateRef    Kind = "github.update-ref"    // PATCH /repos/{o}/{r}/git/refs/{ref}
