@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/realtime"
 	"github.com/refretry/refretry/internal/replay"
+	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
@@ -308,14 +310,24 @@ func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) *run {
 }
 
 // shallowness reports whether the repository is shallow, and its boundary commits
-// (whose parents are not here), with one git.
+// (whose parents are not here): its shallow file, found without git where internal/repo
+// is sure of the repository, else with one git.
 func (u *run) shallowness(ctx context.Context) (bool, []string) {
-	out, err := u.repo.Output(ctx, "rev-parse", "--is-shallow-repository", "--path-format=absolute", "--git-path", "shallow")
-	shallow, path, _ := strings.Cut(out, "\n")
-	if err != nil || shallow != "true" {
+	path := ""
+	if d, ok := repo.Discover(u.Dirs, u.Env); ok && gitexec.Getenv(u.Env, "GIT_SHALLOW_FILE") == "" {
+		path = filepath.Join(d.CommonDir, "shallow")
+	} else {
+		out, err := u.repo.Output(ctx, "rev-parse", "--is-shallow-repository", "--path-format=absolute", "--git-path", "shallow")
+		shallow, p, _ := strings.Cut(out, "\n")
+		if err != nil || shallow != "true" {
+			return false, nil
+		}
+		path = p
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
 		return false, nil
 	}
-	b, _ := os.ReadFile(path)
 	return true, strings.Fields(string(b))
 }
 

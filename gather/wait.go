@@ -12,9 +12,9 @@ import (
 
 // A waiter's looks at the remote. Every look is a request that every waiting job
 // makes, so a waiter looks when its commit may have landed, not at a fixed pace: its
-// first look comes as long after its staging push as that push took (the gatherer,
-// which took the lease in its own staging push, is by then about through a wave of a
-// fetch and a push, which cost about what a push costs now); after that it looks when the
+// first look comes half as long after its staging push as that push took, at most
+// pollCap (the gatherer, which took the lease in its own staging push, is by then
+// well into a wave, whose forecast that look reads); after that it looks when the
 // gatherer's forecast (an eta ref) says the wave that takes its commit lands. Without
 // a forecast it falls back on a pace that keeps all waiters together to at most
 // lookRate looks a second, and to about one look in flight (a look costs the remote
@@ -47,7 +47,7 @@ type waiting struct {
 // the doubling lets the patience outgrow a long wave).
 func (u *run) wait(ctx context.Context, staging time.Duration, held bool) error {
 	w := &waiting{patience: u.leaseTimeout()}
-	delay := min(max(staging, pollMin), busyCap)
+	delay := min(max(staging/2, pollMin), pollCap)
 	if held {
 		delay = 0 // it gathers: its first look starts the first wave
 	}

@@ -17,8 +17,8 @@ import (
 const staleAge = time.Hour
 
 // replayCost is what a gatherer reckons replaying one commit costs, for its first
-// forecast: two git processes (merge-tree, commit-tree).
-const replayCost = 40 * time.Millisecond
+// forecast: a merge in one merge-tree and an object in one hash-object (replay.Chain).
+const replayCost = 10 * time.Millisecond
 
 // gatherAll gathers wave after wave with the lease held at held, from what st shows,
 // until nothing is staged (then it lets the lease go), the lease is no longer its
@@ -136,14 +136,15 @@ func (u *run) waiters(ids []string) bool {
 // announce publishes a forecast for a wave of n commits about to start, when none is
 // ahead (the first wave, or one whose forecast has passed), so that the waiters look
 // when it lands and not before: one push, for every waiter's looks. The wave is
-// reckoned as long as the last one, or, for the first, as three looks (a fetch is
-// about one and a half, a push one; the look that chose the wave took lookTook) and a
-// replay of n commits: a forecast a little early costs a waiter one more look, one
-// late its whole delay. It returns st with the new forecast.
+// reckoned as long as the last one, or, for the first, as one and a half looks (a
+// fetch and a push on a remote that the staging pushes no longer load, against a look
+// that may have waited for them: lookTook) and a replay of n commits: a forecast a
+// little early costs a waiter one more look, one late its whole delay. It returns st
+// with the new forecast.
 func (u *run) announce(ctx context.Context, st state, n int, held string, lookTook time.Duration) state {
 	wave := u.lastWave
 	if wave == 0 {
-		wave = 3*lookTook + time.Duration(n)*replayCost
+		wave = max(lookTook*3/2, 500*time.Millisecond) + time.Duration(n)*replayCost
 	}
 	f := forecast{at: u.clock.Now().Add(wave), wave: wave}
 	ref := u.n.eta(f)

@@ -15,6 +15,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/refretry/refretry/internal/gitexec"
@@ -93,8 +94,16 @@ func (s Settings) Attempt(env []string, left time.Duration) []string {
 }
 
 // userSettings reports whether the caller set a low-speed limit or time, and whether
-// they set any of git's 429 settings.
+// they set any of git's 429 settings. git config is read once per process for one git,
+// directories and environment: a gather asks for its own git commands and again for
+// its staging push, and the answer cannot change within a run.
 func userSettings(ctx context.Context, git string, dirs, env []string) (floor, retries bool) {
+	key := git + "\x00" + strings.Join(dirs, "\x00") + "\x01" + strings.Join(env, "\x00")
+	if v, ok := asked.Load(key); ok {
+		r := v.([2]bool)
+		return r[0], r[1]
+	}
+	defer func() { asked.Store(key, [2]bool{floor, retries}) }()
 	for _, k := range []string{"GIT_HTTP_LOW_SPEED_LIMIT", "GIT_HTTP_LOW_SPEED_TIME"} {
 		floor = floor || gitexec.Getenv(env, k) != ""
 	}
@@ -114,6 +123,9 @@ func userSettings(ctx context.Context, git string, dirs, env []string) (floor, r
 	}
 	return floor, retries
 }
+
+// asked are the answers of userSettings, by its arguments.
+var asked sync.Map
 
 // MayUseHTTP reports whether remote may be reached over HTTP: an http(s) URL, or a
 // remote name (or nothing, for git's default), whose URL git config decides.
