@@ -26,13 +26,15 @@
 //   - Time and randomness are injectable ([Clock], [Retrier].Rand) so that tests of code
 //     built on this package never sleep.
 //
-// Why backoff/v4 supplies only the schedule: its jitter draws from math/rand's global
-// source, which tests cannot replace, and its MaxElapsedTime stops the schedule
-// without saying whether the deadline or something else ended it, nor whether the
-// next delay would end past the deadline (the loop must not sleep for nothing). So the
-// loop asks backoff for the un-randomised delay (RandomizationFactor 0, no
-// MaxElapsedTime) and applies [Jitter] and the deadline itself, with the injected
-// randomness and clock.
+// What backoff/v4 does and what this package adds: the loop is backoff's
+// (RetryNotifyWithTimer, with backoff.Permanent for a final failure and its timer on
+// the injected [Clock]), and the nominal delays are its ExponentialBackOff's. Its own
+// jitter draws from math/rand's global source, which tests cannot replace, and its
+// MaxElapsedTime stops the schedule without saying why, nor whether the next delay
+// would end past the deadline (the loop must not sleep for nothing); so the BackOff
+// the loop runs on (schedule.go) wraps the ExponentialBackOff (RandomizationFactor 0,
+// no MaxElapsedTime) and adds [Jitter] with the injected randomness, [Paced] and
+// [Waiter], the attempt cap and the deadline, and says which ended the run.
 //
 // The package knows nothing about git.
 package retry

@@ -2,13 +2,10 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-
-	"github.com/refretry/refretry/internal/realtime"
 )
 
 // Attempt describes one finished attempt, as passed to [Retrier].OnAttempt.
@@ -91,144 +88,53 @@ type Retrier struct {
 // the last transient error, or (when ctx is done between attempts) an *ExhaustedError
 // with ReasonCanceled. op receives the attempt number, starting at 1. [Retrier.OnAttempt]
 // sees every attempt, the successful one included.
+//
+// The loop is backoff's (backoff.RetryNotifyWithTimer), on the Retrier's clock; the
+// schedule is the policy's as a backoff.BackOff (schedule.go).
 func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, attempt int) error) error {
-	l, err := r.newLoop()
+	s, err := r.newSchedule(ctx)
 	if err != nil {
 		return err
 	}
-	for n := 1; ; n++ {
-		begin := l.clock.Now()
-		err := op(ctx, n)
-		end := l.clock.Now()
-		a := Attempt{Number: n, Start: begin, Duration: end.Sub(begin), Err: err}
-		ferr := l.decide(ctx, &a, end)
-		r.report(a)
-		if a.Final {
-			return ferr
+	operation := func() error {
+		s.n++
+		begin := s.clock.Now()
+		err := op(ctx, s.n)
+		end := s.clock.Now()
+		s.last, s.end = Attempt{Number: s.n, Start: begin, Duration: end.Sub(begin), Err: err}, end
+		switch {
+		case err == nil:
+			return nil
+		case r.Retryable == nil || !r.Retryable(err):
+			s.permanent = true
+			return backoff.Permanent(err)
 		}
-		if cerr := l.clock.Sleep(ctx, a.Delay); cerr != nil {
-			return &ExhaustedError{Reason: ReasonCanceled, Attempts: n, Elapsed: l.clock.Now().Sub(l.start), Err: err}
+		if err := s.resolve(); err != nil {
+			s.permanent = true
+			return backoff.Permanent(&ResolveError{Err: err, After: s.last.Err})
 		}
-	}
-}
-
-// loop is one run of [Retrier.Do].
-type loop struct {
-	*Retrier
-	policy   Policy
-	resolved bool // policy is known and valid
-	clock    Clock
-	random   func() float64
-	sched    *backoff.ExponentialBackOff // built after the first transient failure
-	start    time.Time
-}
-
-// newLoop starts a run: the policy checked unless it is resolved later, the clock and
-// the random source chosen.
-func (r *Retrier) newLoop() (*loop, error) {
-	l := &loop{Retrier: r, policy: r.Policy, resolved: r.Resolve == nil, clock: r.Clock, random: r.Rand}
-	if l.resolved {
-		if err := l.policy.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	if l.clock == nil {
-		l.clock = realtime.Clock{}
-	}
-	if l.random == nil {
-		l.random = realtime.Float64
-	}
-	l.start = l.clock.Now()
-	return l, nil
-}
-
-// decide settles what follows attempt a, which ended at end: it sets either a.Final,
-// returning the error Do ends with, or a.Delay, the pause before the next attempt.
-func (l *loop) decide(ctx context.Context, a *Attempt, end time.Time) error {
-	if a.Err == nil || l.Retryable == nil || !l.Retryable(a.Err) {
-		a.Final = true
-		return a.Err
-	}
-	if err := l.resolve(); err != nil {
-		a.Final = true
-		return &ResolveError{Err: err, After: a.Err}
-	}
-	delay := l.delay(a.Err)
-	if reason := stop(ctx, l.policy, a.Number, end, l.start, delay); reason != "" {
-		a.Final = true
-		return &ExhaustedError{Reason: reason, Attempts: a.Number, Elapsed: end.Sub(l.start), Err: a.Err}
-	}
-	a.Delay = delay
-	return nil
-}
-
-// resolve asks Resolve for the policy, the first time it is needed.
-func (l *loop) resolve() error {
-	if l.resolved {
-		return nil
-	}
-	p, err := l.Resolve()
-	if err == nil {
-		err = p.Validate()
-	}
-	if err != nil {
 		return err
 	}
-	l.policy, l.resolved = p, true
-	return nil
-}
-
-// delay is the pause after the transient failure err: the schedule's next delay,
-// jittered and capped, unless err sets its own pause or asks for a longer wait.
-func (l *loop) delay(err error) time.Duration {
-	if l.sched == nil {
-		l.sched = schedule(l.policy, l.clock)
+	notify := func(_ error, d time.Duration) {
+		s.last.Delay = d
+		r.report(s.last)
 	}
-	d := min(Jitter(l.sched.NextBackOff(), l.policy.Jitter, l.random()), l.policy.MaxDelay)
-	var p Paced
-	if errors.As(err, &p) {
-		d = p.Pause()
-	}
-	var w Waiter
-	if errors.As(err, &w) && w.RetryAfter() > d {
-		return w.RetryAfter() // what the server asked for, past MaxDelay if need be
-	}
-	return d
-}
-
-// stop returns why no attempt may follow attempt n, or "" when one may.
-func stop(ctx context.Context, p Policy, n int, now, start time.Time, delay time.Duration) Reason {
+	err = backoff.RetryNotifyWithTimer(operation, backoff.WithContext(s, ctx), notify, s.timer(ctx))
+	s.last.Final = true
+	r.report(s.last)
 	switch {
+	case err == nil || s.permanent:
+		return err // a success, or a permanent failure, as op or resolve gave it
 	case ctx.Err() != nil:
-		return ReasonCanceled
-	case p.MaxAttempts > 0 && n >= p.MaxAttempts:
-		return ReasonAttempts
-	case p.Timeout > 0 && now.Add(delay).Sub(start) > p.Timeout:
-		return ReasonDeadline
+		s.reason = ReasonCanceled
 	}
-	return ""
+	return &ExhaustedError{Reason: s.reason, Attempts: s.n, Elapsed: s.end.Sub(s.start), Err: s.last.Err}
 }
 
 func (r *Retrier) report(a Attempt) {
 	if r.OnAttempt != nil {
 		r.OnAttempt(a)
 	}
-}
-
-// schedule builds the un-randomised exponential schedule; jitter is applied separately
-// so that it can use the injected random source.
-func schedule(p Policy, clock Clock) *backoff.ExponentialBackOff {
-	b := &backoff.ExponentialBackOff{
-		InitialInterval:     p.InitialDelay,
-		RandomizationFactor: 0,
-		Multiplier:          p.Multiplier,
-		MaxInterval:         p.MaxDelay,
-		MaxElapsedTime:      0, // the deadline is ours to enforce
-		Stop:                backoff.Stop,
-		Clock:               clock,
-	}
-	b.Reset()
-	return b
 }
 
 // ResolveError is returned by [Retrier.Do] when Resolve failed, or gave an invalid
