@@ -22,18 +22,18 @@ func TestNextLookPacesSlowLooks(t *testing.T) {
 		st.staged[fmt.Sprintf("01a2-%02d", i)] = "c"
 	}
 	id := "01a2-00" // the oldest: the first a wave takes
-	quick := u.nextLook(st, id, 0)
+	quick := u.nextLook(st, id, 0, 0)
 	if want := 64 * time.Second / lookRate; quick != want {
 		t.Errorf("64 staged, quick looks: %v, want %v (lookRate)", quick, want)
 	}
-	if got, want := u.nextLook(st, id, 100*time.Millisecond), 6400*time.Millisecond; got != want {
+	if got, want := u.nextLook(st, id, 100*time.Millisecond, 0), 6400*time.Millisecond; got != want {
 		t.Errorf("64 staged, looks of 100ms: %v, want %v", got, want)
 	}
-	if got := u.nextLook(st, id, 2*time.Second); got != busyCap {
+	if got := u.nextLook(st, id, 2*time.Second, 0); got != busyCap {
 		t.Errorf("64 staged, looks of 2s: %v, want busyCap %v", got, busyCap)
 	}
 	one := state{staged: map[string]string{id: "c"}}
-	if got, want := u.nextLook(one, id, 100*time.Millisecond), waveCost+commitCost; got != want {
+	if got, want := u.nextLook(one, id, 100*time.Millisecond, 0), waveCost+commitCost; got != want {
 		t.Errorf("alone, looks of 100ms: %v, want %v (a wave's cost)", got, want)
 	}
 }
@@ -69,13 +69,15 @@ func TestNextLookForecast(t *testing.T) {
 	} {
 		id := idAt(tc.staged)
 		st := state{staged: map[string]string{id: "c"}, eta: tc.eta}
-		if got := u.nextLook(st, id, took); got != tc.want {
+		if got := u.nextLook(st, id, took, 0); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	past := state{staged: map[string]string{"x": "c"}, eta: forecast{at: now.Add(-time.Second), wave: 2 * time.Second}}
-	if got, want := u.nextLook(past, "x", took), 500*time.Millisecond; got != want {
-		t.Errorf("a forecast past: %v, want a quarter wave, %v", got, want)
+	for late, want := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second} {
+		if got := u.nextLook(past, "x", took, late); got != want {
+			t.Errorf("a forecast past, %d looks late already: %v, want %v", late, got, want)
+		}
 	}
 }
 

@@ -35,8 +35,23 @@ type waiting struct {
 	leaseSince time.Time // since when it has been seen unchanged (or free)
 	moved      string    // another commit the last look saw at the job's staged ref
 	patience   time.Duration
-	last       state // the last look, for progress (observe)
-	looked     bool  // last is a look
+	last       state     // the last look, for progress (observe)
+	looked     bool      // last is a look
+	lateAt     time.Time // the forecast the last looks found passed
+	late       int       // how many looks in a row found it so
+}
+
+// lateFor counts the looks in a row that found the forecast f passed at now.
+func (w *waiting) lateFor(f forecast, now time.Time) int {
+	switch {
+	case f.at.IsZero() || f.at.After(now):
+		w.lateAt, w.late = time.Time{}, 0
+	case f.at.Equal(w.lateAt):
+		w.late++
+	default:
+		w.lateAt, w.late = f.at, 0
+	}
+	return w.late
 }
 
 // wait watches the remote until the staged commit is gathered, gathering when this
@@ -93,7 +108,7 @@ func (u *run) step(ctx context.Context, w *waiting, st state, took time.Duration
 		w.leaseSeen, w.leaseSince = st.lease, u.clock.Now()
 	}
 	if !u.mayHold(ctx, w, st, took) {
-		return u.jitter(u.nextLook(st, id, took)), false, nil
+		return u.jitter(u.nextLook(st, id, took, w.lateFor(st.eta, u.clock.Now()))), false, nil
 	}
 	st, err = u.gatherAll(ctx, st, mine)
 	if err != nil {
@@ -136,13 +151,14 @@ func (u *run) mayHold(ctx context.Context, w *waiting, st state, took time.Durat
 // before jitter: until the gatherer's forecast says the wave that takes its commit
 // lands (the one forecast, when the commit was staged by the time that wave was
 // taken; else the one after), and a look's time later, for the push to finish
-// everywhere; past a forecast (the gatherer is late), a quarter of a wave; without
-// any forecast, about the time a gather takes to reach its
+// everywhere; past a forecast (the gatherer is late), a quarter of a wave, doubled for
+// each look late already (late); without any forecast, about the time a gather takes
+// to reach its
 // commit (each wave takes the oldest first), never so soon that all waiting jobs
 // together look more than lookRate times a second, and, on a remote that slows under
 // load, with about one look of all waiters in flight: each waits len(st.staged) times
 // its last look, up to busyCap.
-func (u *run) nextLook(st state, id string, took time.Duration) time.Duration {
+func (u *run) nextLook(st state, id string, took time.Duration, late int) time.Duration {
 	now := u.clock.Now()
 	if f := st.eta; f.at.After(now) {
 		at := f.at
@@ -151,9 +167,11 @@ func (u *run) nextLook(st state, id string, took time.Duration) time.Duration {
 		}
 		return min(max(at.Sub(now)+took, pollMin), busyCap)
 	} else if !f.at.IsZero() {
-		// The gatherer is late on its forecast: a look a quarter wave later, within
-		// lookRate.
-		return min(max(f.wave/4, pollMin, time.Duration(len(st.staged))*time.Second/lookRate), pollCap)
+		// The gatherer is late on its forecast: a look a quarter wave later, doubled
+		// for each look that found it late already (a gatherer late because the looks
+		// load its remote must not be buried in them), within lookRate.
+		d := min((f.wave/4)<<min(late, 6), busyCap)
+		return max(d, pollMin, time.Duration(len(st.staged))*time.Second/lookRate)
 	}
 	ahead := slices.Index(st.order(), id) + 1
 	d := max(waveCost+time.Duration(ahead)*commitCost, time.Duration(len(st.staged))*time.Second/lookRate)
