@@ -72,7 +72,7 @@ var envValues = map[string]string{
 //   - the shim is not on PATH (no directory to put first).
 func LookExternal(c Call, env []string, realGit, self string) (x External, ok bool) {
 	name := c.Command
-	if name == "" || builtins[name] || strings.HasPrefix(name, "-") || strings.ContainsRune(name, '/') ||
+	if name == "" || builtin(name) || strings.HasPrefix(name, "-") || strings.ContainsRune(name, '/') ||
 		len(c.Args) > 0 && c.Args[0] == "--help" {
 		return x, false
 	}
