@@ -3,6 +3,7 @@
 package platform
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"sync/atomic"
@@ -181,8 +182,15 @@ const maxFDs = 64
 // when the time ran out. Descriptors attached to the message are returned open
 // (close-on-exec); the caller owns them.
 func (c *Conn) Recv(buf []byte, timeout time.Duration) (n int, fds []int, err error) {
-	if timeout >= 0 {
-		ready, err := c.wait(timeout)
+	return c.RecvOrWake(buf, timeout, nil)
+}
+
+// RecvOrWake is [Conn.Recv] that also ends its wait, with [ErrWoken], once w (if not
+// nil) has been woken: a wait for a message and for something else at once, in one
+// system call, with no wake-ups in between.
+func (c *Conn) RecvOrWake(buf []byte, timeout time.Duration, w *Waker) (n int, fds []int, err error) {
+	if timeout >= 0 || w != nil {
+		ready, err := pollIn(c.fd.get(), timeout, w)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -216,14 +224,9 @@ func (c *Conn) Recv(buf []byte, timeout time.Duration) (n int, fds []int, err er
 	return n, fds, nil
 }
 
-// wait waits until the connection has something to read (a message or its end).
-func (c *Conn) wait(timeout time.Duration) (bool, error) {
-	return pollIn(c.fd.get(), timeout)
-}
-
 // Ready reports without waiting whether a message (or the end) can be read.
 func (c *Conn) Ready() bool {
-	ok, _ := pollIn(c.fd.get(), 0)
+	ok, _ := pollIn(c.fd.get(), 0, nil)
 	return ok
 }
 
@@ -234,14 +237,45 @@ func (c *Conn) ShutdownRead() error { return unix.Shutdown(c.fd.get(), unix.SHUT
 // Close closes the connection.
 func (c *Conn) Close() error { return c.fd.close() }
 
-func pollIn(fd int, timeout time.Duration) (bool, error) {
+// ErrWoken is returned by a wait whose [Waker] was woken.
+var ErrWoken = errors.New("woken")
+
+// Waker lets one goroutine end another's wait ([Conn.RecvOrWake], [WaitExited]): an
+// event descriptor that the wait watches beside its own.
+type Waker struct{ fd descriptor }
+
+// NewWaker returns a Waker; Close releases it.
+func NewWaker() (*Waker, error) {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	w := &Waker{}
+	w.fd.n.Store(int64(fd))
+	return w, nil
+}
+
+// Wake ends every wait on w, now and later. It must not be called after Close.
+func (w *Waker) Wake() {
+	unix.Write(w.fd.get(), binary.NativeEndian.AppendUint64(nil, 1))
+}
+
+// Close releases w.
+func (w *Waker) Close() error { return w.fd.close() }
+
+// pollIn waits until fd has something to read (a message or its end), at most
+// timeout (forever if negative), or until w, if not nil, is woken (ErrWoken).
+func pollIn(fd int, timeout time.Duration, w *Waker) (bool, error) {
 	ms := -1
 	if timeout >= 0 {
 		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
 	}
 	deadline := time.Now().Add(timeout)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	if w != nil {
+		fds = append(fds, unix.PollFd{Fd: int32(w.fd.get()), Events: unix.POLLIN})
+	}
 	for {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(fds, ms)
 		if errors.Is(err, unix.EINTR) {
 			if timeout >= 0 {
@@ -251,6 +285,9 @@ func pollIn(fd int, timeout time.Duration) (bool, error) {
 		}
 		if err != nil {
 			return false, os.NewSyscallError("poll", err)
+		}
+		if n > 0 && fds[0].Revents == 0 {
+			return false, ErrWoken
 		}
 		return n > 0, nil
 	}
@@ -279,9 +316,10 @@ func ProcessHandle(pid int) (*os.File, error) {
 }
 
 // WaitExited waits until the process of a [ProcessHandle] has ended, at most timeout
-// (forever if negative), and reports whether it has.
-func WaitExited(h *os.File, timeout time.Duration) (bool, error) {
-	return pollIn(int(h.Fd()), timeout)
+// (forever if negative), and reports whether it has. A wait that w (if not nil) ends
+// returns [ErrWoken].
+func WaitExited(h *os.File, timeout time.Duration, w *Waker) (bool, error) {
+	return pollIn(int(h.Fd()), timeout, w)
 }
 
 // ConnFromFD takes over a connection received with [Conn.Recv].

@@ -198,11 +198,11 @@ func TestProcessHandleSeesExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if done, err := WaitExited(h, 0); err != nil || done {
+	if done, err := WaitExited(h, 0, nil); err != nil || done {
 		t.Fatalf("WaitExited on a running process: %v, %v", done, err)
 	}
 	go cmd.Wait()
-	if done, err := WaitExited(h, 5*time.Second); err != nil || !done {
+	if done, err := WaitExited(h, 5*time.Second, nil); err != nil || !done {
 		t.Fatalf("WaitExited after exit: %v, %v", done, err)
 	}
 }
@@ -283,5 +283,60 @@ func TestCloseTwiceLeavesTheNumberAlone(t *testing.T) {
 			t.Errorf("%s: the descriptor now at its old number %d was closed by its second close: %v", e.what, e.fd, err)
 		}
 		unix.Close(e.fd)
+	}
+}
+
+// A Waker ends a wait on a connection or a process at once, whether it was woken
+// before the wait began or during it, and a message already queued is read first.
+func TestWakerEndsWaits(t *testing.T) {
+	name := testName(t)
+	l, err := Listen(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	client, err := Dial(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := l.Accept()
+	if err != nil || server == nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	w, err := NewWaker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	buf := make([]byte, 16)
+
+	go w.Wake() // during the wait, which has no deadline
+	if _, _, err := client.RecvOrWake(buf, -1, w); !errors.Is(err, ErrWoken) {
+		t.Fatalf("RecvOrWake woken while waiting: %v, want ErrWoken", err)
+	}
+	if _, _, err := client.RecvOrWake(buf, -1, w); !errors.Is(err, ErrWoken) {
+		t.Fatalf("RecvOrWake after a wake: %v, want ErrWoken", err)
+	}
+	if err := server.Send([]byte("queued")); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := client.RecvOrWake(buf, -1, w); err != nil || string(buf[:n]) != "queued" {
+		t.Fatalf("RecvOrWake with a message queued = %q, %v; want the message", buf[:n], err)
+	}
+
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	h, err := ProcessHandle(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if done, err := WaitExited(h, -1, w); done || !errors.Is(err, ErrWoken) {
+		t.Fatalf("WaitExited woken: %v, %v; want ErrWoken", done, err)
 	}
 }

@@ -53,6 +53,26 @@ func (c *Conn) Recv(buf []byte, timeout time.Duration) (int, []int, error) {
 	return 0, nil, ErrUnsupported
 }
 
+// RecvOrWake is not available here.
+func (c *Conn) RecvOrWake(buf []byte, timeout time.Duration, w *Waker) (int, []int, error) {
+	return 0, nil, ErrUnsupported
+}
+
+// ErrWoken is returned by a wait whose [Waker] was woken.
+var ErrWoken = errors.New("woken")
+
+// Waker is not available here.
+type Waker struct{}
+
+// NewWaker is not available here.
+func NewWaker() (*Waker, error) { return nil, ErrUnsupported }
+
+// Wake does nothing here.
+func (w *Waker) Wake() {}
+
+// Close does nothing here.
+func (w *Waker) Close() error { return nil }
+
 // Ready is not available here.
 func (c *Conn) Ready() bool { return false }
 
@@ -66,7 +86,9 @@ func (c *Conn) Close() error { return nil }
 func ProcessHandle(pid int) (*os.File, error) { return nil, ErrUnsupported }
 
 // WaitExited is not available here.
-func WaitExited(h *os.File, timeout time.Duration) (bool, error) { return false, ErrUnsupported }
+func WaitExited(h *os.File, timeout time.Duration, w *Waker) (bool, error) {
+	return false, ErrUnsupported
+}
 
 // ConnFromFD is not available here.
 func ConnFromFD(fd int) *Conn { return &Conn{} }
