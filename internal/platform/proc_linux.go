@@ -3,15 +3,33 @@ package platform
 import (
 	"os"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Umask is this process's umask as /proc reports it ("0022"), "" when it cannot be
 // read: setting the umask to learn it would change it, for a moment, for the whole
-// process.
+// process. The file is read with plain system calls: os.ReadFile would offer it to
+// the runtime's poller, which would set the poller up (two descriptors, and a look
+// at them by the runtime every few milliseconds from then on) in a process that
+// polls nothing else.
 func Umask() string {
-	b, err := os.ReadFile("/proc/self/status")
+	fd, err := unix.Open("/proc/self/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return ""
+	}
+	defer unix.Close(fd)
+	var b []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break
+		}
+		b = append(b, buf[:n]...)
 	}
 	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
