@@ -515,7 +515,7 @@ func (g *gitRun) await(n int) bool {
 		if g.commits >= n {
 			return true
 		}
-		if ended, err := platform.WaitExited(g.proc, pause, nil); ended || err != nil {
+		if ended, err := platform.WaitExited(g.proc, pause); ended || err != nil {
 			g.scan()
 			return g.commits >= n
 		}

@@ -24,11 +24,6 @@ type member struct {
 	start time.Time
 	// askAt is when (counted from start) GiveUp is next asked; negative: never.
 	askAt time.Duration
-	// wake ends the member's waits when its context ends (nil: it cannot end, or an
-	// event descriptor could not be had), once armed; unwake releases it.
-	wake   *platform.Waker
-	armed  bool
-	unwake func()
 
 	// The latest group attempt a leader included this update in: that git's
 	// stdout and stderr and a descriptor of the git process. nil when none.
@@ -116,8 +111,8 @@ const (
 	untrusted             // the leader said something this member does not understand
 )
 
-// poll is how often a waiting member looks at its context when no event descriptor
-// can tell it that the context ended.
+// poll is how often a member waiting for a group's git to end (its leader gone)
+// looks at its context.
 const poll = 100 * time.Millisecond
 
 func join(ctx context.Context, c *Config) Outcome {
@@ -129,12 +124,7 @@ func join(ctx context.Context, c *Config) Outcome {
 		return Outcome{}
 	}
 	m := &member{c: c, name: name, start: time.Now()}
-	defer func() {
-		m.att.close()
-		if m.unwake != nil {
-			m.unwake()
-		}
-	}()
+	defer func() { m.att.close() }()
 	for {
 		if ctx.Err() != nil || m.outOfPatience() {
 			return Outcome{}
@@ -188,13 +178,12 @@ func join(ctx context.Context, c *Config) Outcome {
 // wait waits for the leader's word on the update sent over conn, and closes conn.
 func (m *member) wait(ctx context.Context, conn *platform.Conn) (Outcome, next, *platform.Listener, baton) {
 	defer conn.Close()
-	m.arm(ctx)
 	buf := make([]byte, maxMessage)
 	for {
-		// One system call until the leader's next word, the time to ask GiveUp again,
-		// or the end of ctx: a member that waits makes no other wake-ups.
-		n, fds, err := conn.RecvOrWake(buf, m.timeout(ctx), m.wake)
-		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, platform.ErrWoken) {
+		// Until the leader's next word, the time to ask GiveUp again, or the end of
+		// ctx, whichever comes first: a waiting member wakes up for nothing else.
+		n, fds, err := conn.RecvContext(ctx, buf, m.patience())
+		if errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
 			if ctx.Err() != nil || m.outOfPatience() {
 				return m.withdraw(ctx, conn)
 			}
@@ -356,10 +345,12 @@ const (
 // for no longer. (The descriptor came from a leader of this user, but nothing
 // bounds how long its git may run.)
 func (m *member) awaitGit(ctx context.Context) gitWait {
-	m.arm(ctx)
 	for {
-		done, err := platform.WaitExited(m.att.proc, m.timeout(ctx), m.wake)
-		if done || err != nil && !errors.Is(err, platform.ErrWoken) {
+		wait := m.patience()
+		if wait < 0 || wait > poll {
+			wait = poll // to see the end of ctx
+		}
+		if done, err := platform.WaitExited(m.att.proc, wait); done || err != nil {
 			return gitEnded
 		}
 		switch {
@@ -400,46 +391,13 @@ func (m *member) giveUp(waited time.Duration) (bool, time.Duration) {
 	return m.c.GiveUp(waited)
 }
 
-// timeout is how long the member's next wait may last: until GiveUp is to be asked
-// again (negative: as long as it takes), and no longer than poll when the end of
-// ctx would go unseen.
-func (m *member) timeout(ctx context.Context) time.Duration {
-	t := time.Duration(-1)
-	if m.askAt >= 0 {
-		t = max(m.askAt-time.Since(m.start), 0)
+// patience is how long the member may wait before GiveUp is to be asked again
+// (negative: as long as it takes).
+func (m *member) patience() time.Duration {
+	if m.askAt < 0 {
+		return -1
 	}
-	if m.wake == nil && ctx.Done() != nil && (t < 0 || t > poll) {
-		t = poll
-	}
-	return t
-}
-
-// arm makes the end of ctx end the member's waits, once, before its first wait: an
-// invocation that meets nobody never waits, and never pays for it.
-func (m *member) arm(ctx context.Context) {
-	if m.armed {
-		return
-	}
-	m.armed = true
-	if ctx.Done() == nil {
-		return
-	}
-	w, err := platform.NewWaker()
-	if err != nil {
-		return // timeout looks at ctx every poll instead
-	}
-	woken := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		w.Wake()
-		close(woken)
-	})
-	m.wake = w
-	m.unwake = func() {
-		if !stop() {
-			<-woken // Wake may be running: the descriptor must outlive it
-		}
-		w.Close()
-	}
+	return max(m.askAt-time.Since(m.start), 0)
 }
 
 func closeFDs(fds []int) {

@@ -242,7 +242,7 @@ func TestMemberStopsAtBudget(t *testing.T) {
 				out.Lease.Release()
 			}
 			if tc != "never answers" {
-				if exited, _ := platform.WaitExited(f.proc, 0, nil); exited {
+				if exited, _ := platform.WaitExited(f.proc, 0); exited {
 					t.Error("git ended before the member returned: the test shows nothing")
 				}
 			}

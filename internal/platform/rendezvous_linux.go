@@ -3,7 +3,7 @@
 package platform
 
 import (
-	"encoding/binary"
+	"context"
 	"errors"
 	"os"
 	"sync/atomic"
@@ -25,7 +25,12 @@ type Listener struct{ fd descriptor }
 
 // Conn is one connection to or from a rendezvous point. Messages keep their
 // boundaries and may carry open files.
-type Conn struct{ fd descriptor }
+type Conn struct {
+	fd descriptor
+	// polled is a duplicate of fd in the runtime's poller, made by the first
+	// RecvContext.
+	polled *os.File
+}
 
 // descriptor is a bare descriptor that is closed at most once. A second close of a
 // bare number would close whatever the process opened under that number since (a
@@ -182,15 +187,8 @@ const maxFDs = 64
 // when the time ran out. Descriptors attached to the message are returned open
 // (close-on-exec); the caller owns them.
 func (c *Conn) Recv(buf []byte, timeout time.Duration) (n int, fds []int, err error) {
-	return c.RecvOrWake(buf, timeout, nil)
-}
-
-// RecvOrWake is [Conn.Recv] that also ends its wait, with [ErrWoken], once w (if not
-// nil) has been woken: a wait for a message and for something else at once, in one
-// system call, with no wake-ups in between.
-func (c *Conn) RecvOrWake(buf []byte, timeout time.Duration, w *Waker) (n int, fds []int, err error) {
-	if timeout >= 0 || w != nil {
-		ready, err := pollIn(c.fd.get(), timeout, w)
+	if timeout >= 0 {
+		ready, err := c.wait(timeout)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -198,13 +196,72 @@ func (c *Conn) RecvOrWake(buf []byte, timeout time.Duration, w *Waker) (n int, f
 			return 0, nil, os.ErrDeadlineExceeded
 		}
 	}
+	return recvmsg(c.fd.get(), buf, 0)
+}
+
+// RecvContext is [Conn.Recv] that also ends its wait when ctx ends, with ctx's error.
+// It waits in the runtime's poller, not in a blocking system call: while a thread is
+// blocked in one, the runtime's monitor thread wakes up every 20 µs to 10 ms to see
+// whether to take its processor away, and on a long wait that costs more than the
+// wait's own system calls. Here every thread sleeps until the message, the deadline
+// or the end of ctx.
+func (c *Conn) RecvContext(ctx context.Context, buf []byte, timeout time.Duration) (n int, fds []int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	if c.polled == nil {
+		fd, err := unix.FcntlInt(uintptr(c.fd.get()), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return 0, nil, os.NewSyscallError("fcntl", err)
+		}
+		// The duplicate shares the socket's file status: both are non-blocking from
+		// now on, which Recv and Send do not mind.
+		if err := unix.SetNonblock(fd, true); err != nil {
+			unix.Close(fd)
+			return 0, nil, os.NewSyscallError("fcntl", err)
+		}
+		c.polled = os.NewFile(uintptr(fd), "rendezvous")
+	}
+	f := c.polled
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	if err := f.SetReadDeadline(deadline); err != nil {
+		return 0, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, nil, err
+	}
+	readErr := rc.Read(func(fd uintptr) bool {
+		n, fds, err = recvmsg(int(fd), buf, unix.MSG_DONTWAIT)
+		return !errors.Is(err, unix.EAGAIN)
+	})
+	switch {
+	case readErr == nil:
+		return n, fds, err
+	case ctx.Err() != nil:
+		return 0, nil, ctx.Err()
+	}
+	return 0, nil, readErr
+}
+
+// recvmsg receives one message from fd, with the descriptors attached to it. A bare
+// unix.EAGAIN (flags with MSG_DONTWAIT, nothing queued) is returned unwrapped.
+func recvmsg(fd int, buf []byte, flags int) (n int, fds []int, err error) {
 	oob := make([]byte, unix.CmsgSpace(maxFDs*4))
 	var oobn int
 	for {
-		n, oobn, _, _, err = unix.Recvmsg(c.fd.get(), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err = unix.Recvmsg(fd, buf, oob, flags|unix.MSG_CMSG_CLOEXEC)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
+	}
+	if errors.Is(err, unix.EAGAIN) {
+		return 0, nil, err
 	}
 	if err != nil {
 		return 0, nil, os.NewSyscallError("recvmsg", err)
@@ -224,9 +281,14 @@ func (c *Conn) RecvOrWake(buf []byte, timeout time.Duration, w *Waker) (n int, f
 	return n, fds, nil
 }
 
+// wait waits until the connection has something to read (a message or its end).
+func (c *Conn) wait(timeout time.Duration) (bool, error) {
+	return pollIn(c.fd.get(), timeout)
+}
+
 // Ready reports without waiting whether a message (or the end) can be read.
 func (c *Conn) Ready() bool {
-	ok, _ := pollIn(c.fd.get(), 0, nil)
+	ok, _ := pollIn(c.fd.get(), 0)
 	return ok
 }
 
@@ -235,47 +297,21 @@ func (c *Conn) Ready() bool {
 func (c *Conn) ShutdownRead() error { return unix.Shutdown(c.fd.get(), unix.SHUT_RD) }
 
 // Close closes the connection.
-func (c *Conn) Close() error { return c.fd.close() }
-
-// ErrWoken is returned by a wait whose [Waker] was woken.
-var ErrWoken = errors.New("woken")
-
-// Waker lets one goroutine end another's wait ([Conn.RecvOrWake], [WaitExited]): an
-// event descriptor that the wait watches beside its own.
-type Waker struct{ fd descriptor }
-
-// NewWaker returns a Waker; Close releases it.
-func NewWaker() (*Waker, error) {
-	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return nil, os.NewSyscallError("eventfd", err)
+func (c *Conn) Close() error {
+	if c.polled != nil {
+		c.polled.Close()
 	}
-	w := &Waker{}
-	w.fd.n.Store(int64(fd))
-	return w, nil
+	return c.fd.close()
 }
 
-// Wake ends every wait on w, now and later. It must not be called after Close.
-func (w *Waker) Wake() {
-	unix.Write(w.fd.get(), binary.NativeEndian.AppendUint64(nil, 1))
-}
-
-// Close releases w.
-func (w *Waker) Close() error { return w.fd.close() }
-
-// pollIn waits until fd has something to read (a message or its end), at most
-// timeout (forever if negative), or until w, if not nil, is woken (ErrWoken).
-func pollIn(fd int, timeout time.Duration, w *Waker) (bool, error) {
+func pollIn(fd int, timeout time.Duration) (bool, error) {
 	ms := -1
 	if timeout >= 0 {
 		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
 	}
 	deadline := time.Now().Add(timeout)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	if w != nil {
-		fds = append(fds, unix.PollFd{Fd: int32(w.fd.get()), Events: unix.POLLIN})
-	}
 	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(fds, ms)
 		if errors.Is(err, unix.EINTR) {
 			if timeout >= 0 {
@@ -285,9 +321,6 @@ func pollIn(fd int, timeout time.Duration, w *Waker) (bool, error) {
 		}
 		if err != nil {
 			return false, os.NewSyscallError("poll", err)
-		}
-		if n > 0 && fds[0].Revents == 0 {
-			return false, ErrWoken
 		}
 		return n > 0, nil
 	}
@@ -316,10 +349,9 @@ func ProcessHandle(pid int) (*os.File, error) {
 }
 
 // WaitExited waits until the process of a [ProcessHandle] has ended, at most timeout
-// (forever if negative), and reports whether it has. A wait that w (if not nil) ends
-// returns [ErrWoken].
-func WaitExited(h *os.File, timeout time.Duration, w *Waker) (bool, error) {
-	return pollIn(int(h.Fd()), timeout, w)
+// (forever if negative), and reports whether it has.
+func WaitExited(h *os.File, timeout time.Duration) (bool, error) {
+	return pollIn(int(h.Fd()), timeout)
 }
 
 // ConnFromFD takes over a connection received with [Conn.Recv].

@@ -3,6 +3,7 @@
 package platform
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -198,11 +199,11 @@ func TestProcessHandleSeesExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if done, err := WaitExited(h, 0, nil); err != nil || done {
+	if done, err := WaitExited(h, 0); err != nil || done {
 		t.Fatalf("WaitExited on a running process: %v, %v", done, err)
 	}
 	go cmd.Wait()
-	if done, err := WaitExited(h, 5*time.Second, nil); err != nil || !done {
+	if done, err := WaitExited(h, 5*time.Second); err != nil || !done {
 		t.Fatalf("WaitExited after exit: %v, %v", done, err)
 	}
 }
@@ -286,9 +287,10 @@ func TestCloseTwiceLeavesTheNumberAlone(t *testing.T) {
 	}
 }
 
-// A Waker ends a wait on a connection or a process at once, whether it was woken
-// before the wait began or during it, and a message already queued is read first.
-func TestWakerEndsWaits(t *testing.T) {
+// RecvContext waits for a message, its deadline or its context, and reads a message
+// that was queued before it was called; Recv and Send still work on the connection
+// after it.
+func TestRecvContext(t *testing.T) {
 	name := testName(t)
 	l, err := Listen(name)
 	if err != nil {
@@ -305,38 +307,52 @@ func TestWakerEndsWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer server.Close()
-	w, err := NewWaker()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	buf := make([]byte, 16)
+	ctx := context.Background()
 
-	go w.Wake() // during the wait, which has no deadline
-	if _, _, err := client.RecvOrWake(buf, -1, w); !errors.Is(err, ErrWoken) {
-		t.Fatalf("RecvOrWake woken while waiting: %v, want ErrWoken", err)
-	}
-	if _, _, err := client.RecvOrWake(buf, -1, w); !errors.Is(err, ErrWoken) {
-		t.Fatalf("RecvOrWake after a wake: %v, want ErrWoken", err)
+	if _, _, err := client.RecvContext(ctx, buf, 10*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("RecvContext with nothing queued: %v, want deadline exceeded", err)
 	}
 	if err := server.Send([]byte("queued")); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, err := client.RecvOrWake(buf, -1, w); err != nil || string(buf[:n]) != "queued" {
-		t.Fatalf("RecvOrWake with a message queued = %q, %v; want the message", buf[:n], err)
+	if n, _, err := client.RecvContext(ctx, buf, -1); err != nil || string(buf[:n]) != "queued" {
+		t.Fatalf("RecvContext with a message queued = %q, %v", buf[:n], err)
+	}
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		server.Send([]byte("later"))
+	}()
+	if n, _, err := client.RecvContext(ctx, buf, -1); err != nil || string(buf[:n]) != "later" {
+		t.Fatalf("RecvContext for a message sent while it waits = %q, %v", buf[:n], err)
 	}
 
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		cancel()
+	}()
+	if _, _, err := client.RecvContext(cctx, buf, -1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("RecvContext when its context ends: %v, want context.Canceled", err)
+	}
+	if _, _, err := client.RecvContext(cctx, buf, -1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("RecvContext with its context ended: %v, want context.Canceled", err)
+	}
+
+	if err := client.Send([]byte("back")); err != nil {
+		t.Fatalf("Send after RecvContext: %v", err)
+	}
+	if n, _, err := server.Recv(buf, time.Second); err != nil || string(buf[:n]) != "back" {
+		t.Fatalf("the other end read %q, %v", buf[:n], err)
+	}
+	if err := server.Send([]byte("plain")); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	h, err := ProcessHandle(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
+	if n, _, err := client.Recv(buf, time.Second); err != nil || string(buf[:n]) != "plain" {
+		t.Fatalf("Recv after RecvContext = %q, %v", buf[:n], err)
 	}
-	defer h.Close()
-	if done, err := WaitExited(h, -1, w); done || !errors.Is(err, ErrWoken) {
-		t.Fatalf("WaitExited woken: %v, %v; want ErrWoken", done, err)
+	server.Close()
+	if n, _, err := client.RecvContext(ctx, buf, -1); err != nil || n != 0 {
+		t.Fatalf("RecvContext at the end of the connection = %q, %v; want the end", buf[:n], err)
 	}
 }

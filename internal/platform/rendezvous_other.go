@@ -3,6 +3,7 @@
 package platform
 
 import (
+	"context"
 	"errors"
 	"os"
 	"time"
@@ -53,25 +54,10 @@ func (c *Conn) Recv(buf []byte, timeout time.Duration) (int, []int, error) {
 	return 0, nil, ErrUnsupported
 }
 
-// RecvOrWake is not available here.
-func (c *Conn) RecvOrWake(buf []byte, timeout time.Duration, w *Waker) (int, []int, error) {
+// RecvContext is not available here.
+func (c *Conn) RecvContext(ctx context.Context, buf []byte, timeout time.Duration) (int, []int, error) {
 	return 0, nil, ErrUnsupported
 }
-
-// ErrWoken is returned by a wait whose [Waker] was woken.
-var ErrWoken = errors.New("woken")
-
-// Waker is not available here.
-type Waker struct{}
-
-// NewWaker is not available here.
-func NewWaker() (*Waker, error) { return nil, ErrUnsupported }
-
-// Wake does nothing here.
-func (w *Waker) Wake() {}
-
-// Close does nothing here.
-func (w *Waker) Close() error { return nil }
 
 // Ready is not available here.
 func (c *Conn) Ready() bool { return false }
@@ -86,9 +72,7 @@ func (c *Conn) Close() error { return nil }
 func ProcessHandle(pid int) (*os.File, error) { return nil, ErrUnsupported }
 
 // WaitExited is not available here.
-func WaitExited(h *os.File, timeout time.Duration, w *Waker) (bool, error) {
-	return false, ErrUnsupported
-}
+func WaitExited(h *os.File, timeout time.Duration) (bool, error) { return false, ErrUnsupported }
 
 // ConnFromFD is not available here.
 func ConnFromFD(fd int) *Conn { return &Conn{} }
