@@ -19,20 +19,15 @@ func Umask() string {
 		return ""
 	}
 	defer unix.Close(fd)
-	var b []byte
-	buf := make([]byte, 4096)
-	for {
-		n, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n <= 0 {
-			break
-		}
-		b = append(b, buf[:n]...)
+	// "Umask:" is the second line (Linux 4.7 and later), after "Name:" and at most
+	// 64 bytes of name: one small read holds it, and the buffer stays on the stack.
+	var buf [256]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil || n <= 0 {
+		return ""
 	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+	for line := range strings.Lines(string(buf[:n])) {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok && strings.HasSuffix(v, "\n") {
 			return strings.TrimSpace(v)
 		}
 	}
