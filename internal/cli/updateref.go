@@ -63,7 +63,10 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 	start := time.Now()
 	if out, ok := c.join(in, args, &opts); ok {
 		if out.Applied {
-			_, err := stderr.Write(out.Stderr)
+			var err error
+			if len(out.Stderr) > 0 { // normally nothing: no write, not even an empty one
+				_, err = stderr.Write(out.Stderr)
+			}
 			res = transaction.Result{Updates: 1, Refs: []string{args.Ref()}}
 			lg.Attempt(retry.Attempt{Number: 1, Duration: time.Since(start), Final: true})
 			lg.Finish(0, nil, refs)
