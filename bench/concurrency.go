@@ -74,7 +74,7 @@ func concurrencyVariants(cfg config, x extBins) []variant {
 	// Switched on through the environment, as a CI system would: a refretry
 	// option on the command line costs a parse of refretry's own grammar.
 	coalesce := []string{"REFRETRY_COALESCE=1"}
-	return []variant{
+	vs := []variant{
 		{name: "git-files", label: "git update-ref, files", format: "files", argv: git(), verify: true},
 		{name: "git-reftable", label: "git update-ref, reftable", format: "reftable", argv: git(), verify: true},
 		{name: "git-locktimeout", label: "git -c reftable.lockTimeout=5000 update-ref, reftable", format: "reftable",
@@ -102,11 +102,21 @@ func concurrencyVariants(cfg config, x extBins) []variant {
 				return append([]string{x.wrapper}, git()(dir, ref, oid)...)
 			}, verify: true, skip: x.wrapperErr},
 	}
+	// Other refretry binaries (-concurrency-extra), run as the refretry variant is:
+	// an earlier build beside this one, in the same trials.
+	for _, e := range cfg.rrExtras {
+		vs = append(vs, variant{name: e.label, label: e.label + ", reftable", format: "reftable", verify: true,
+			argv: func(_, ref, oid string) []string { return []string{e.path, ref, oid} }})
+	}
+	return vs
 }
 
-// selectedVariants returns the variants -variants asked for, in report order.
+// selectedVariants returns the variants -variants asked for, and every
+// -concurrency-extra, in report order.
 func selectedVariants(cfg config, x extBins) []variant {
-	return slices.DeleteFunc(concurrencyVariants(cfg, x), func(v variant) bool { return !cfg.wantsVariant(v.name) })
+	return slices.DeleteFunc(concurrencyVariants(cfg, x), func(v variant) bool {
+		return slices.Contains(variantNames, v.name) && !cfg.wantsVariant(v.name)
+	})
 }
 
 // ratioPairs are the ratios printed for every writer count: numerator
@@ -114,6 +124,7 @@ func selectedVariants(cfg config, x extBins) []variant {
 var ratioPairs = [][2]string{
 	{"refretry", "flock"},
 	{"refretry", "git-locktimeout"},
+	{"refretry", "go-empty"},
 	{"refretry", "git-files"},
 	{"refretry-files", "git-files"},
 	{"coalesce", "git-files"},
@@ -123,6 +134,13 @@ var ratioPairs = [][2]string{
 	{"refretry-nogroup", "flock"},
 	{"go-empty", "git-files"},
 	{"go-wrapper-files", "git-files"},
+	{"flock", "go-empty"},
+	{"git-locktimeout", "go-empty"},
+}
+
+// extraRatioPairs are the ratios printed for a -concurrency-extra binary.
+func extraRatioPairs(label string) [][2]string {
+	return [][2]string{{label, "refretry"}, {label, "flock"}, {label, "git-locktimeout"}, {label, "go-empty"}}
 }
 
 // trialResult is one variant in one trial.
@@ -192,7 +210,11 @@ func runConcurrency(r *runner, cfg config, root string) (string, error) {
 	if cfg.charts != "" {
 		set := chartSet{file: "concurrency", procs: "writers", xs: cfg.writers}
 		for i, v := range vs {
-			set.lines = append(set.lines, chartLine{name: v.name, style: slices.Index(variantNames, v.name), points: points[i]})
+			style := slices.Index(variantNames, v.name)
+			if style < 0 {
+				style = len(variantNames) + i // a -concurrency-extra
+			}
+			set.lines = append(set.lines, chartLine{name: v.name, style: style, points: points[i]})
 		}
 		links, err := writeCharts(cfg, set)
 		if err != nil {
@@ -308,7 +330,13 @@ func renderRatios(b *strings.Builder, n int, vs []variant, results [][]trialResu
 		return slices.IndexFunc(vs, func(v variant) bool { return v.name == name })
 	}
 	var rows []string
-	for _, pair := range ratioPairs {
+	pairs := slices.Clone(ratioPairs)
+	for _, v := range vs {
+		if !slices.Contains(variantNames, v.name) {
+			pairs = append(pairs, extraRatioPairs(v.name)...)
+		}
+	}
+	for _, pair := range pairs {
 		a, d := index(pair[0]), index(pair[1])
 		if a < 0 || d < 0 {
 			continue

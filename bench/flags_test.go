@@ -59,3 +59,36 @@ func TestSingleExtraFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrencyExtraFlag: a -concurrency-extra binary runs as a variant of its
+// own beside every selected one, with its ratios; its label may not be a variant's.
+func TestConcurrencyExtraFlag(t *testing.T) {
+	base := []string{"-git", "/bin/sh", "-refretry", "/bin/sh"}
+	cfg, err := parseFlags(append(base, "-variants", "flock,refretry", "-concurrency-extra", "before=/bin/true"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range selectedVariants(cfg, extBins{}) {
+		got = append(got, v.name)
+	}
+	if want := []string{"flock", "refretry", "before"}; !slices.Equal(got, want) {
+		t.Errorf("variants %v, want %v", got, want)
+	}
+	if argv := selectedVariants(cfg, extBins{})[2].argv("/repo", "refs/heads/w/1", "abc"); argv[0] != "/bin/true" {
+		t.Errorf("the extra runs %v", argv)
+	}
+	if _, err := parseFlags(append(base, "-concurrency-extra", "flock=/bin/true"), io.Discard); err == nil {
+		t.Error("-concurrency-extra with a variant's name as its label was accepted")
+	}
+}
+
+func TestMemberRunsFlag(t *testing.T) {
+	base := []string{"-git", "/bin/sh", "-refretry", "/bin/sh"}
+	if _, err := parseFlags(append(base, "-member-runs", "1"), io.Discard); err == nil {
+		t.Error("-member-runs 1 accepted: a round's first invocation leads, so it measures no member")
+	}
+	if cfg, err := parseFlags(append(base, "-quick"), io.Discard); err != nil || cfg.memberRuns < 2 {
+		t.Errorf("-quick: member-runs %d, err %v", cfg.memberRuns, err)
+	}
+}

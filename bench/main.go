@@ -30,12 +30,14 @@ type config struct {
 	writers    intList
 	batches    intList
 	singleRuns int
+	memberRuns int // invocations per round of the group-commit member measurement
 	only       string
 	out        string
 	timeout    time.Duration
 	variants   nameList  // concurrency variants to run; empty means all
 	charts     string    // directory for the SVG charts; empty means none
-	extras     extraList // more refretry binaries for the single-update rotation
+	extras     extraList // more refretry binaries for the single-update rotation and the member rounds
+	rrExtras   extraList // more refretry binaries for the concurrency phase
 	fetchers   intList   // concurrent fetch counts
 	oldGit     string    // the older git of the fetch phase (files backend only)
 	oldGitSkip string    // why oldGit cannot be used; empty when it can
@@ -100,6 +102,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		writers:    intList{150, 300, 600},
 		batches:    intList{10000, 100000, 1000000},
 		singleRuns: 200,
+		memberRuns: 20,
 		timeout:    10 * time.Minute,
 		fetchers:   intList{16, 32, 64},
 		oldGit:     "git",
@@ -121,6 +124,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.Var(&cfg.writers, "writers", "comma-separated concurrent writer counts")
 	fs.Var(&cfg.batches, "batches", "comma-separated --stdin batch sizes")
 	fs.IntVar(&cfg.singleRuns, "single-runs", cfg.singleRuns, "single-update calls per tool and backend")
+	fs.IntVar(&cfg.memberRuns, "member-runs", cfg.memberRuns, "invocations per round of the group-commit member measurement (the first of each round leads)")
 	fs.Var(&cfg.fetchers, "fetchers", "comma-separated concurrent fetch counts")
 	fs.StringVar(&cfg.oldGit, "old-git", cfg.oldGit, "an older git (2.39) for the fetch phase's files rows; skipped when not found")
 	fs.Var(&cfg.matrix.jobs, "matrix-jobs", "comma-separated concurrent matrix job counts")
@@ -138,7 +142,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", cfg.timeout, "per child process timeout")
 	fs.Var(&cfg.variants, "variants", "comma-separated concurrency variants to run (default all: "+strings.Join(variantNames, ",")+")")
 	fs.StringVar(&cfg.charts, "charts", "", "write SVG charts of the concurrency phase into this `directory`")
-	fs.Var(&cfg.extras, "single-extra", "add a refretry binary to the single-update rotation, as `label=path` (repeatable)")
+	fs.Var(&cfg.extras, "single-extra", "add a refretry binary to the single-update rotation and the member rounds, as `label=path` (repeatable)")
+	fs.Var(&cfg.rrExtras, "concurrency-extra", "add a refretry binary to the concurrency phase, as `label=path`, run as the refretry variant is (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -178,6 +183,9 @@ func applyQuick(cfg *config, set map[string]bool) {
 	if !set["single-runs"] {
 		cfg.singleRuns = 20
 	}
+	if !set["member-runs"] {
+		cfg.memberRuns = 4
+	}
 	if !set["matrix-jobs"] {
 		cfg.matrix.jobs = intList{4}
 	}
@@ -199,10 +207,17 @@ func (c config) validate() error {
 		return errors.New("-trials must be at least 1")
 	case c.singleRuns < 1:
 		return errors.New("-single-runs must be at least 1")
+	case c.memberRuns < 2:
+		return errors.New("-member-runs must be at least 2: the first of each round leads")
 	case len(c.writers) == 0 || len(c.batches) == 0 || len(c.fetchers) == 0:
 		return errors.New("-writers, -batches and -fetchers must not be empty")
 	case c.timeout <= 0:
 		return errors.New("-timeout must be positive")
+	}
+	for _, e := range c.rrExtras {
+		if slices.Contains(variantNames, e.label) {
+			return fmt.Errorf("-concurrency-extra: label %q is a variant's name", e.label)
+		}
 	}
 	for _, v := range c.variants {
 		if !slices.Contains(variantNames, v) {
@@ -238,6 +253,11 @@ func (c *config) resolvePaths() error {
 	for i := range c.extras {
 		if c.extras[i].path, err = resolveExe(c.extras[i].path); err != nil {
 			return fmt.Errorf("-single-extra %s: %w", c.extras[i].label, err)
+		}
+	}
+	for i := range c.rrExtras {
+		if c.rrExtras[i].path, err = resolveExe(c.rrExtras[i].path); err != nil {
+			return fmt.Errorf("-concurrency-extra %s: %w", c.rrExtras[i].label, err)
 		}
 	}
 	return nil

@@ -62,6 +62,9 @@ func runOverhead(r *runner, cfg config, root string) (string, error) {
 	if err := singleSection(&b, r, cfg, root); err != nil {
 		return b.String(), err
 	}
+	if err := memberSection(&b, r, cfg, root); err != nil {
+		return b.String(), err
+	}
 	err := batchSection(&b, r, cfg, root)
 	return b.String(), err
 }

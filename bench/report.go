@@ -40,8 +40,8 @@ func machineSection(r *runner, cfg config) string {
 	if cfg.only != "" {
 		only = cfg.only
 	}
-	row("settings", fmt.Sprintf("phases=%s trials=%d writers=%s batches=%s single-runs=%d fetchers=%s timeout=%v variants=%s",
-		only, cfg.trials, cfg.writers.String(), cfg.batches.String(), cfg.singleRuns, cfg.fetchers.String(), cfg.timeout, variants))
+	row("settings", fmt.Sprintf("phases=%s trials=%d writers=%s batches=%s single-runs=%d member-runs=%d fetchers=%s timeout=%v variants=%s",
+		only, cfg.trials, cfg.writers.String(), cfg.batches.String(), cfg.singleRuns, cfg.memberRuns, cfg.fetchers.String(), cfg.timeout, variants))
 	if cfg.wants("matrix") {
 		m := cfg.matrix
 		row("matrix settings", fmt.Sprintf("jobs=%s modes=%s methods=%s servers=%s checkout=%s trials=%d refretry --timeout %v, job timeout %v",
@@ -49,6 +49,9 @@ func machineSection(r *runner, cfg config) string {
 	}
 	for _, e := range cfg.extras {
 		row("single-update extra", e.label+": `"+e.path+"`")
+	}
+	for _, e := range cfg.rrExtras {
+		row("concurrency extra", e.label+": `"+e.path+"`")
 	}
 	b.WriteString("\n")
 	return b.String()

@@ -181,19 +181,19 @@ func writerOrDiscard(w io.Writer) io.Writer {
 }
 
 // gitFetch is git fetch's options (git 2.39 to 2.55, the hidden ones included).
-var gitFetch = gitopts.Command{ShortValues: "oj", Names: map[string]bool{
-	"verbose": false, "quiet": false, "all": false, "set-upstream": false, "append": false,
-	"atomic": false, "upload-pack": true, "force": false, "multiple": false, "tags": false,
-	"jobs": true, "prefetch": false, "prune": false, "prune-tags": false, "recurse-submodules": false,
-	"dry-run": false, "porcelain": false, "write-fetch-head": false, "keep": false,
-	"update-head-ok": false, "progress": false, "depth": true, "shallow-since": true,
-	"shallow-exclude": true, "deepen": true, "unshallow": false, "refetch": false,
-	"update-shallow": false, "refmap": true, "server-option": true, "ipv4": false, "ipv6": false,
-	"negotiation-restrict": true, "negotiation-tip": true, "negotiation-include": true,
-	"negotiate-only": false, "filter": true, "auto-maintenance": false, "auto-gc": false,
-	"show-forced-updates": false, "write-commit-graph": false, "stdin": false,
-	"recurse-submodules-default": true, "submodule-prefix": true,
-}}
+var gitFetch = gitopts.Command{ShortValues: "oj",
+	Flags: []string{
+		"verbose", "quiet", "all", "set-upstream", "append", "atomic", "force", "multiple", "tags", "prefetch",
+		"prune", "prune-tags", "recurse-submodules", "dry-run", "porcelain", "write-fetch-head", "keep",
+		"update-head-ok", "progress", "unshallow", "refetch", "update-shallow", "ipv4", "ipv6", "negotiate-only",
+		"auto-maintenance", "auto-gc", "show-forced-updates", "write-commit-graph", "stdin",
+	},
+	Values: []string{
+		"upload-pack", "jobs", "depth", "shallow-since", "shallow-exclude", "deepen", "refmap", "server-option",
+		"negotiation-restrict", "negotiation-tip", "negotiation-include", "filter", "recurse-submodules-default",
+		"submodule-prefix",
+	},
+}
 
 // remoteOf is the repository a fetch names, as far as the stall floor needs to know:
 // its first operand; "" when it names none (git's default remote) or fetches from

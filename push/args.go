@@ -39,14 +39,16 @@ func (a Args) remoteOr(url string) string {
 }
 
 // gitPush is git push's options (git 2.39 to 2.55).
-var gitPush = gitopts.Command{ShortValues: "o", ShortFlags: "vqdnfu46", Names: map[string]bool{
-	"verbose": false, "quiet": false, "repo": true, "all": false, "branches": false, "mirror": false,
-	"delete": false, "tags": false, "dry-run": false, "porcelain": false, "force": false,
-	"force-with-lease": false, "force-if-includes": false, "recurse-submodules": true, "thin": false,
-	"receive-pack": true, "exec": true, "set-upstream": false, "progress": false, "prune": false,
-	"no-verify": false, "follow-tags": false, "signed": false, "atomic": false,
-	"push-option": true, "ipv4": false, "ipv6": false,
-}}
+var gitPush = gitopts.Command{ShortValues: "o", ShortFlags: "vqdnfu46",
+	Flags: []string{
+		"verbose", "quiet", "all", "branches", "mirror", "delete", "tags", "dry-run", "porcelain", "force",
+		"force-with-lease", "force-if-includes", "thin", "set-upstream", "progress", "prune", "no-verify",
+		"follow-tags", "signed", "atomic", "ipv4", "ipv6",
+	},
+	Values: []string{
+		"repo", "recurse-submodules", "receive-pack", "exec", "push-option",
+	},
+}
 
 // TakesNextArg reports whether git push reads the argument after arg as arg's value:
 // -o, a cluster of short options that ends in o (-fo <value>), and --push-option,

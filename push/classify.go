@@ -51,35 +51,50 @@ const (
 	summaryRemoteFailure = "[remote failure]"
 )
 
+// The tables below are slices and a switch, not maps: a package-level map is built by
+// code at the start of every refretry process, whatever its command.
+
 // rejectedReasons are refusals of the update itself: never retried.
-var rejectedReasons = map[string]bool{
-	"stale info": true, "already exists": true,
-	"needs force": true, "remote ref does not exist": true, "no match": true,
+var rejectedReasons = []string{
+	"stale info", "already exists", "needs force", "remote ref does not exist", "no match",
 }
 
 // declinedReasons are the server's policies and hooks: never retried.
-var declinedReasons = map[string]bool{
-	"hook declined": true, "pre-receive hook declined": true, "deletion prohibited": true,
-	"deny updating a hidden ref": true, "branch is currently checked out": true,
-	"deletion of the current branch prohibited": true, "funny refname": true,
-	"shallow update not allowed": true, "denying non-fast-forward": true,
-	"non-fast-forward": true, // from the server: receive.denyNonFastForwards
+var declinedReasons = []string{
+	"hook declined", "pre-receive hook declined", "deletion prohibited",
+	"deny updating a hidden ref", "branch is currently checked out",
+	"deletion of the current branch prohibited", "funny refname",
+	"shallow update not allowed", "denying non-fast-forward",
+	"non-fast-forward", // from the server: receive.denyNonFastForwards
 	// GitHub's protected branches (GH006) and repository rules (GH013).
-	"protected branch hook declined": true, "push declined due to repository rule violations": true,
+	"protected branch hook declined", "push declined due to repository rule violations",
 }
 
 // policyReasons are the declines whose remote: lines state the rule that refused the
 // push: a forge's protected branch or ruleset, or a pre-receive hook.
-var policyReasons = map[string]bool{
-	"pre-receive hook declined": true, "hook declined": true,
-	"protected branch hook declined": true, "push declined due to repository rule violations": true,
+var policyReasons = []string{
+	"pre-receive hook declined", "hook declined",
+	"protected branch hook declined", "push declined due to repository rule violations",
 }
 
 // classRank orders permanent classes: when refs fail for different reasons, the
 // highest rank decides, so that a retryable or rebasable ref never hides a real refusal.
-var classRank = map[failure.Class]int{
-	failure.LockContention: 1, failure.Transport: 1, failure.Race: 1, failure.Unknown: 1, failure.Behind: 2, failure.Rejected: 3,
-	failure.StaleLock: 4, failure.Declined: 5, failure.Other: 6,
+func classRank(c failure.Class) int {
+	switch c {
+	case failure.LockContention, failure.Transport, failure.Race, failure.Unknown:
+		return 1
+	case failure.Behind:
+		return 2
+	case failure.Rejected:
+		return 3
+	case failure.StaleLock:
+		return 4
+	case failure.Declined:
+		return 5
+	case failure.Other:
+		return 6
+	}
+	return 0
 }
 
 // Classify turns a finished git push (exit code, --porcelain standard output, C-locale
@@ -124,7 +139,7 @@ func classify(exitCode int, stdout, stderr []byte, optional []string) verdict {
 	if rejected {
 		ev := remoteEvidence(stderr)
 		v.classes = classifyRefs(e, judged, ev)
-		if e.Class == failure.Declined && policyReasons[refReason(e)] {
+		if e.Class == failure.Declined && slices.Contains(policyReasons, refReason(e)) {
 			e.Policy = ev.policy
 		}
 		if e.Class == failure.Transport {
@@ -188,7 +203,7 @@ func classifyRefs(e *failure.Error, refs []RefStatus, ev evidence) []failure.Cla
 		if c == "" {
 			continue // collateral of another ref's failure
 		}
-		if best == "" || classRank[c] > classRank[best] {
+		if best == "" || classRank(c) > classRank(best) {
 			best = c
 			e.Message, e.Ref, e.Lock, e.Moved = describe(s), s.To, nil, nil
 			e.Cause = &RejectedError{Ref: s.To, From: s.From, Reason: s.Reason, Remote: s.RemoteRejected()}
@@ -233,7 +248,7 @@ func localRefClass(reason string) failure.Class {
 		return failure.Behind
 	case reason == reasonAtomicPushFailed:
 		return ""
-	case rejectedReasons[reason]:
+	case slices.Contains(rejectedReasons, reason):
 		return failure.Rejected
 	}
 	return failure.Other
@@ -274,9 +289,9 @@ func remoteRefClass(s RefStatus, ev evidence) (failure.Class, error) {
 		return "", nil
 	}
 	switch {
-	case rejectedReasons[s.Reason]:
+	case slices.Contains(rejectedReasons, s.Reason):
 		return failure.Rejected, nil
-	case declinedReasons[s.Reason]:
+	case slices.Contains(declinedReasons, s.Reason):
 		return failure.Declined, nil
 	}
 	return failure.Other, nil

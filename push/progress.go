@@ -3,7 +3,8 @@ package push
 import (
 	"bytes"
 	"io"
-	"regexp"
+
+	"github.com/refretry/refretry/internal/gitmsg"
 )
 
 // git push's progress (progress.c, send-pack.c, builtin/pack-objects.c, sideband.c,
@@ -16,6 +17,8 @@ import (
 // numbers. A longer segment is not progress, and the live side stops holding it.
 const maxSegment = 512
 
+// The patterns are compiled on first use: only a push reads its progress, and every
+// other command (a group commit's member above all) would pay for them at start-up.
 var (
 	// meterSegment is one drawing of a meter (progress.c display): "Title: " (or,
 	// after the title was put on a line of its own because the terminal is narrow,
@@ -25,14 +28,14 @@ var (
 	// and "\n". The server's meters come through the sideband as "remote: " (after
 	// "\x1b[K" in recent gits when their stderr is a terminal), then the segment,
 	// then spaces that clear the rest of the line.
-	meterSegment = regexp.MustCompile(`^(?:\x1b\[K)?(?:remote: )?(?:[A-Z][a-z]+(?: [a-z]+)*: |  )` +
+	meterSegment = gitmsg.LazyRegexp(`^(?:\x1b\[K)?(?:remote: )?(?:[A-Z][a-z]+(?: [a-z]+)*: |  )` +
 		`(?: *\d+% \(\d+/\d+\)|\d+)(?:, [^|\r\n]+ \| [^,\r\n]+/s)? *` +
 		`(, (?:done|completed with \d+ local objects?)\.)? *([\r\n])$`)
 	// meterTitle is a meter's title alone, padded to the terminal's width, when
 	// title and counters do not fit on one line.
-	meterTitle = regexp.MustCompile(`^(?:\x1b\[K)?(?:remote: )?[A-Z][a-z]+(?: [a-z]+)*: +\n$`)
+	meterTitle = gitmsg.LazyRegexp(`^(?:\x1b\[K)?(?:remote: )?[A-Z][a-z]+(?: [a-z]+)*: +\n$`)
 	// progressLine is what pack-objects prints only when it shows progress.
-	progressLine = regexp.MustCompile(`^(?:Delta compression using up to \d+ threads?|` +
+	progressLine = gitmsg.LazyRegexp(`^(?:Delta compression using up to \d+ threads?|` +
 		`Total \d+ \(delta \d+\), reused \d+ \(delta \d+\)(?:, pack-reused \d+(?: \(from \d+\))?)?)\n$`)
 )
 
@@ -43,11 +46,11 @@ func isProgress(seg []byte) bool {
 	if len(seg) > maxSegment {
 		return false
 	}
-	if m := meterSegment.FindSubmatch(seg); m != nil {
+	if m := meterSegment().FindSubmatch(seg); m != nil {
 		// "\r" redraws; only the last drawing, with its closing message, ends the line.
 		return (len(m[1]) > 0) == (m[2][0] == '\n')
 	}
-	return meterTitle.Match(seg) || progressLine.Match(seg)
+	return meterTitle().Match(seg) || progressLine().Match(seg)
 }
 
 // nextSegment splits b after its first "\r" or "\n"; ok is false when b has neither.

@@ -25,9 +25,7 @@ type Args struct {
 // gitUpdateRef is update-ref's options (git 2.39 to 2.55; --batch-updates and -0 are
 // 2.50's), as git's option table spells them: git's own rules give each its
 // spellings, negations and unambiguous prefixes (--std, --deref, --no-d).
-var gitUpdateRef = gitopts.Command{ShortValues: "m", Names: map[string]bool{
-	"no-deref": false, "stdin": false, "create-reflog": false, "batch-updates": false,
-}}
+var gitUpdateRef = gitopts.Command{ShortValues: "m", Flags: []string{"no-deref", "stdin", "create-reflog", "batch-updates"}}
 
 // ParseArgs reads an update-ref command line the way git's parse-options does for
 // update-ref's option set: options and operands in any order, bundled short options,

@@ -13,6 +13,7 @@ package buildinfo
 import (
 	"regexp"
 	"runtime/debug"
+	"sync"
 )
 
 // Set by the linker (-X); empty otherwise.
@@ -93,12 +94,16 @@ func FromBuildInfo(s Stamp, bi *debug.BuildInfo) Info {
 
 // pseudo matches the tail every pseudo-version form ends with: a UTC time
 // yyyymmddhhmmss and a 12-digit revision prefix, maybe followed by +incompatible or
-// the +dirty that Go 1.24 and later add for a build in a modified checkout.
-var pseudo = regexp.MustCompile(`[-.](\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})-([0-9a-f]{12})(\+incompatible)?(\+dirty)?$`)
+// the +dirty that Go 1.24 and later add for a build in a modified checkout. It is
+// compiled on first use: only `refretry version` reads it, and every other process
+// would pay for it at start-up.
+var pseudo = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[-.](\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})-([0-9a-f]{12})(\+incompatible)?(\+dirty)?$`)
+})
 
 // pseudoParts returns the time (RFC 3339) and revision prefix of a pseudo-version.
 func pseudoParts(v string) (date, rev string, ok bool) {
-	m := pseudo.FindStringSubmatch(v)
+	m := pseudo().FindStringSubmatch(v)
 	if m == nil {
 		return "", "", false
 	}

@@ -63,7 +63,10 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 	start := time.Now()
 	if out, ok := c.join(in, args, &opts); ok {
 		if out.Applied {
-			_, err := stderr.Write(out.Stderr)
+			var err error
+			if len(out.Stderr) > 0 { // normally nothing: no write, not even an empty one
+				_, err = stderr.Write(out.Stderr)
+			}
 			res = transaction.Result{Updates: 1, Refs: []string{args.Ref()}}
 			lg.Attempt(retry.Attempt{Number: 1, Duration: time.Since(start), Final: true})
 			lg.Finish(0, nil, refs)
@@ -144,7 +147,7 @@ func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts
 		Update: u, Options: o,
 		Default: !asked,
 		Allowed: func() bool { return coalesceAllowed(in) },
-		GiveUp:  func(waited time.Duration) bool { return groupGiveUp(in, waited) },
+		GiveUp:  func(waited time.Duration) (bool, time.Duration) { return groupGiveUp(in, waited) },
 	}), true
 }
 
@@ -163,18 +166,22 @@ const groupWaitBeforeConfig = 10 * time.Second
 
 // groupGiveUp says whether an invocation that has waited this long for a group's
 // leader should run alone: its budget (--timeout, REFRETRY_TIMEOUT, else git config
-// refretry.timeout, read only after groupWaitBeforeConfig) is spent.
-func groupGiveUp(in *invocation, waited time.Duration) bool {
+// refretry.timeout, read only after groupWaitBeforeConfig) is spent. If not, again
+// is when to ask next: when the budget, or the wait before reading git config, ends.
+func groupGiveUp(in *invocation, waited time.Duration) (giveUp bool, again time.Duration) {
 	d := in.values.Timeout
 	if !in.set["--timeout"] {
 		if waited < groupWaitBeforeConfig {
-			return false
+			return false, groupWaitBeforeConfig - waited
 		}
 		s, err := in.settings()
 		if err != nil {
-			return true // alone, where the bad setting is reported
+			return true, 0 // alone, where the bad setting is reported
 		}
 		d = s.Policy.Timeout
 	}
-	return d > 0 && waited >= d
+	if d <= 0 {
+		return false, 0 // no budget: the wait is not bounded
+	}
+	return waited >= d, d - waited
 }

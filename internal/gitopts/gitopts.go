@@ -5,17 +5,22 @@
 // option's value (-o <value>, -fo <value>, --push-opt <value>).
 package gitopts
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Command is one git command's options.
 type Command struct {
-	// Names maps each long option's name, as git's option table spells it ("stdin",
-	// "no-deref"), to whether it takes its value from the next argument when none is
-	// given with "=". Options git hides from -h count too: a prefix must fit exactly
-	// one of all of them. Every option is taken to be negatable, as git's are unless
-	// marked otherwise (none of update-ref's is; push's --ipv4 and --ipv6 are the
-	// exceptions, which matter only to arguments git refuses either way).
-	Names map[string]bool
+	// Flags and Values are the long options' names, as git's option table spells
+	// them ("stdin", "no-deref"): Values those that take their value from the next
+	// argument when none is given with "=", Flags the others. Options git hides from
+	// -h count too: a prefix must fit exactly one of all of them. Every option is
+	// taken to be negatable, as git's are unless marked otherwise (none of
+	// update-ref's is; push's --ipv4 and --ipv6 are the exceptions, which matter only
+	// to arguments git refuses either way). (Slices, not a map: a package-level map
+	// is built by code at the start of every process, a slice of constants is not.)
+	Flags, Values []string
 	// ShortValues are the short options that take a value ("o" for push's -o).
 	ShortValues string
 	// ShortFlags are the short options that take none ("vqdnfu46" for push's).
@@ -23,7 +28,7 @@ type Command struct {
 }
 
 // Option is the long option arg names, as git's parse_long_opt finds it (git 2.39 and
-// 2.55 agree on every spelling): the option's name as Names spells it, and whether
+// 2.55 agree on every spelling): the option's name as Flags or Values spell it, and whether
 // arg negates it. An option "x" is named by --x, --no-x and their unambiguous
 // prefixes (--x-pre, --no-x-pre); an option "no-x" by --no-x and its prefixes, and
 // negated by --x, --no-no-x and theirs; and --n, --no and --no- are prefixes of every
@@ -46,19 +51,21 @@ func (c Command) Option(arg string) (name string, negated, ok bool) {
 	}
 	matches := 0
 	match := func(n string, neg bool) { name, negated, matches = n, neg, matches+1 }
-	for n := range c.Names {
-		long, isNo := strings.CutPrefix(n, "no-")
-		if !isNo && noNo {
-			continue // --no-no-x names only an option spelled no-x
-		}
-		if rest == long {
-			return n, unset != isNo, true // in full: no prefix of another counts
-		}
-		if strings.HasPrefix(long, rest) {
-			match(n, unset != isNo)
-		}
-		if strings.HasPrefix("no-", body) { // --n, --no, --no-: every option, negated
-			match(n, !isNo)
+	for _, names := range [][]string{c.Flags, c.Values} {
+		for _, n := range names {
+			long, isNo := strings.CutPrefix(n, "no-")
+			if !isNo && noNo {
+				continue // --no-no-x names only an option spelled no-x
+			}
+			if rest == long {
+				return n, unset != isNo, true // in full: no prefix of another counts
+			}
+			if strings.HasPrefix(long, rest) {
+				match(n, unset != isNo)
+			}
+			if strings.HasPrefix("no-", body) { // --n, --no, --no-: every option, negated
+				match(n, !isNo)
+			}
 		}
 	}
 	if matches != 1 {
@@ -91,7 +98,7 @@ func (c Command) TakesNext(arg string) bool {
 		return false
 	}
 	name, negated, ok := c.Option(arg)
-	return ok && !negated && c.Names[name]
+	return ok && !negated && slices.Contains(c.Values, name)
 }
 
 // AsksUsage reports whether git's option parser, reading args as git's commands

@@ -2,10 +2,14 @@ package gitopts
 
 import "testing"
 
-var cmd = Command{ShortValues: "oj", Names: map[string]bool{
-	"push-option": true, "prune": false, "prune-tags": false, "porcelain": false, "no-verify": false,
-	"verbose": false, "depth": true, "deepen": true,
-}}
+var cmd = Command{ShortValues: "oj",
+	Flags: []string{
+		"prune", "prune-tags", "porcelain", "no-verify", "verbose",
+	},
+	Values: []string{
+		"push-option", "depth", "deepen",
+	},
+}
 
 // TestOption: full names, unambiguous prefixes, negations, and what git refuses, as
 // git's parse_long_opt reads them (transaction's TestParseArgsLikeGit runs real gits on

@@ -104,6 +104,48 @@ func TestJoinAloneHoldsTheLine(t *testing.T) {
 	l.Close()
 }
 
+// TestMemberWaitEndsWithContext: a member waiting for a leader that never answers,
+// with a budget that never runs out, stops waiting when its context ends, and runs
+// alone (no git was told of its update).
+func TestMemberWaitEndsWithContext(t *testing.T) {
+	t.Parallel()
+	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
+	l := hold(t, r)
+	defer l.Close()
+	c := config(t, r, "refs/heads/c", r.Commit)
+	c.GiveUp = func(time.Duration) (bool, time.Duration) { return false, 0 }
+	ctx, cancel := context.WithCancel(context.Background())
+	j := startJoin(ctx, c)
+	waitQueued(t, name(t, r), 1)
+	cancel()
+	if out := j.wait(t); out.Applied || out.Unknown || out.Lease != nil {
+		t.Fatalf("Join = %+v after its context ended; want to run alone, without the line", out)
+	}
+}
+
+// TestMemberAsksGiveUpWhenItSaid: a member asks GiveUp before it looks for the line,
+// then, while it waits, not before the time GiveUp named, and stops when it says so.
+func TestMemberAsksGiveUpWhenItSaid(t *testing.T) {
+	t.Parallel()
+	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
+	l := hold(t, r)
+	defer l.Close()
+	c := config(t, r, "refs/heads/g", r.Commit)
+	const again = 300 * time.Millisecond
+	var asked []time.Duration // appended by Join's goroutine, read after it returned
+	c.GiveUp = func(waited time.Duration) (bool, time.Duration) {
+		asked = append(asked, waited)
+		return len(asked) == 2, again
+	}
+	out := startJoin(context.Background(), c).wait(t)
+	if out.Applied || out.Unknown || out.Lease != nil {
+		t.Errorf("Join = %+v; want to run alone, without the line", out)
+	}
+	if len(asked) != 2 || asked[1] < asked[0]+again {
+		t.Errorf("GiveUp asked at %v; want twice, %v apart or more", asked, again)
+	}
+}
+
 // TestGroupCommits: invocations queued behind a held line are committed by one git
 // when the line is handed over, on both backends; with a reference-transaction hook
 // (and on the files backend) each update is a transaction of its own, so the hook

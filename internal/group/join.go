@@ -31,10 +31,13 @@ type Config struct {
 	// its answers are passed on to the next leader for a second.
 	Default bool
 	Allowed func() bool
-	// GiveUp is asked, while this invocation waits for a leader, whether it has
-	// waited long enough (waited is counted from Join) and should run its update
-	// alone. It is first asked after a second. Nil: after a minute.
-	GiveUp func(waited time.Duration) bool
+	// GiveUp is asked whether this invocation has waited long enough for a leader
+	// (waited is counted from Join) and should run its update alone: first before
+	// it looks for the line, then when the time it named has come. When it says no,
+	// again says how much longer to wait before asking again (0 or less: never; the
+	// wait then ends only with the leader's word or ctx), so that a member waits
+	// without waking up in between. Nil: after a minute.
+	GiveUp func(waited time.Duration) (giveUp bool, again time.Duration)
 }
 
 // Outcome is what became of an invocation's update.
@@ -60,9 +63,6 @@ func (e *UnknownError) Error() string {
 	return "the outcome of the update of " + e.Ref + " is unknown: the group commit's git it was handed to " +
 		"was still running when the budget ran out; look at the ref before running the update again"
 }
-
-// firstPatience is how long a member waits before it asks whether to give up.
-const firstPatience = time.Second
 
 // Join hands the update to its repository's group commit and returns its outcome. It
 // never returns an update that may still be applied by another process as not

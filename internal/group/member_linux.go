@@ -22,6 +22,8 @@ type member struct {
 	req  []byte // its request, once encoded
 
 	start time.Time
+	// askAt is when (counted from start) GiveUp is next asked; negative: never.
+	askAt time.Duration
 
 	// The latest group attempt a leader included this update in: that git's
 	// stdout and stderr and a descriptor of the git process. nil when none.
@@ -109,7 +111,8 @@ const (
 	untrusted             // the leader said something this member does not understand
 )
 
-// poll is how often a waiting member looks at its context and patience.
+// poll is how often a member waiting for a group's git to end (its leader gone)
+// looks at its context.
 const poll = 100 * time.Millisecond
 
 func join(ctx context.Context, c *Config) Outcome {
@@ -177,8 +180,10 @@ func (m *member) wait(ctx context.Context, conn *platform.Conn) (Outcome, next, 
 	defer conn.Close()
 	buf := make([]byte, maxMessage)
 	for {
-		n, fds, err := conn.Recv(buf, poll)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Until the leader's next word, the time to ask GiveUp again, or the end of
+		// ctx, whichever comes first: a waiting member wakes up for nothing else.
+		n, fds, err := conn.RecvContext(ctx, buf, m.patience())
+		if errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
 			if ctx.Err() != nil || m.outOfPatience() {
 				return m.withdraw(ctx, conn)
 			}
@@ -341,7 +346,11 @@ const (
 // bounds how long its git may run.)
 func (m *member) awaitGit(ctx context.Context) gitWait {
 	for {
-		if done, err := platform.WaitExited(m.att.proc, poll); done || err != nil {
+		wait := m.patience()
+		if wait < 0 || wait > poll {
+			wait = poll // to see the end of ctx
+		}
+		if done, err := platform.WaitExited(m.att.proc, wait); done || err != nil {
 			return gitEnded
 		}
 		switch {
@@ -353,16 +362,42 @@ func (m *member) awaitGit(ctx context.Context) gitWait {
 	}
 }
 
-// outOfPatience reports whether the member has waited as long as it may.
+// outOfPatience reports whether the member has waited as long as it may. GiveUp is
+// asked only once the time it named has come.
 func (m *member) outOfPatience() bool {
-	waited := time.Since(m.start)
-	if waited < firstPatience {
+	if m.askAt < 0 {
 		return false
 	}
+	waited := time.Since(m.start)
+	if waited < m.askAt {
+		return false
+	}
+	giveUp, again := m.giveUp(waited)
+	switch {
+	case giveUp:
+		return true
+	case again <= 0:
+		m.askAt = -1
+	default:
+		m.askAt = waited + again
+	}
+	return false
+}
+
+func (m *member) giveUp(waited time.Duration) (bool, time.Duration) {
 	if m.c.GiveUp == nil {
-		return waited >= time.Minute
+		return waited >= time.Minute, time.Minute - waited
 	}
 	return m.c.GiveUp(waited)
+}
+
+// patience is how long the member may wait before GiveUp is to be asked again
+// (negative: as long as it takes).
+func (m *member) patience() time.Duration {
+	if m.askAt < 0 {
+		return -1
+	}
+	return max(m.askAt-time.Since(m.start), 0)
 }
 
 func closeFDs(fds []int) {

@@ -209,7 +209,9 @@ func TestMemberStopsAtBudget(t *testing.T) {
 	t.Parallel()
 	g := testutil.NewGit(t)
 	budget := func(c Config) Config {
-		c.GiveUp = func(waited time.Duration) bool { return waited >= 1500*time.Millisecond }
+		c.GiveUp = func(waited time.Duration) (bool, time.Duration) {
+			return waited >= 1500*time.Millisecond, 1500*time.Millisecond - waited
+		}
 		return c
 	}
 	for _, tc := range []string{"never answers", "git never ends, leader silent", "git never ends, leader gone"} {

@@ -3,6 +3,7 @@
 package platform
 
 import (
+	"context"
 	"errors"
 	"os"
 	"sync/atomic"
@@ -24,7 +25,12 @@ type Listener struct{ fd descriptor }
 
 // Conn is one connection to or from a rendezvous point. Messages keep their
 // boundaries and may carry open files.
-type Conn struct{ fd descriptor }
+type Conn struct {
+	fd descriptor
+	// polled is a duplicate of fd in the runtime's poller, made by the first
+	// RecvContext.
+	polled *os.File
+}
 
 // descriptor is a bare descriptor that is closed at most once. A second close of a
 // bare number would close whatever the process opened under that number since (a
@@ -190,13 +196,72 @@ func (c *Conn) Recv(buf []byte, timeout time.Duration) (n int, fds []int, err er
 			return 0, nil, os.ErrDeadlineExceeded
 		}
 	}
+	return recvmsg(c.fd.get(), buf, 0)
+}
+
+// RecvContext is [Conn.Recv] that also ends its wait when ctx ends, with ctx's error.
+// It waits in the runtime's poller, not in a blocking system call: while a thread is
+// blocked in one, the runtime's monitor thread wakes up every 20 µs to 10 ms to see
+// whether to take its processor away, and on a long wait that costs more than the
+// wait's own system calls. Here every thread sleeps until the message, the deadline
+// or the end of ctx.
+func (c *Conn) RecvContext(ctx context.Context, buf []byte, timeout time.Duration) (n int, fds []int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	if c.polled == nil {
+		fd, err := unix.FcntlInt(uintptr(c.fd.get()), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return 0, nil, os.NewSyscallError("fcntl", err)
+		}
+		// The duplicate shares the socket's file status: both are non-blocking from
+		// now on, which Recv and Send do not mind.
+		if err := unix.SetNonblock(fd, true); err != nil {
+			unix.Close(fd)
+			return 0, nil, os.NewSyscallError("fcntl", err)
+		}
+		c.polled = os.NewFile(uintptr(fd), "rendezvous")
+	}
+	f := c.polled
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	if err := f.SetReadDeadline(deadline); err != nil {
+		return 0, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, nil, err
+	}
+	readErr := rc.Read(func(fd uintptr) bool {
+		n, fds, err = recvmsg(int(fd), buf, unix.MSG_DONTWAIT)
+		return !errors.Is(err, unix.EAGAIN)
+	})
+	switch {
+	case readErr == nil:
+		return n, fds, err
+	case ctx.Err() != nil:
+		return 0, nil, ctx.Err()
+	}
+	return 0, nil, readErr
+}
+
+// recvmsg receives one message from fd, with the descriptors attached to it. A bare
+// unix.EAGAIN (flags with MSG_DONTWAIT, nothing queued) is returned unwrapped.
+func recvmsg(fd int, buf []byte, flags int) (n int, fds []int, err error) {
 	oob := make([]byte, unix.CmsgSpace(maxFDs*4))
 	var oobn int
 	for {
-		n, oobn, _, _, err = unix.Recvmsg(c.fd.get(), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err = unix.Recvmsg(fd, buf, oob, flags|unix.MSG_CMSG_CLOEXEC)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
+	}
+	if errors.Is(err, unix.EAGAIN) {
+		return 0, nil, err
 	}
 	if err != nil {
 		return 0, nil, os.NewSyscallError("recvmsg", err)
@@ -232,7 +297,12 @@ func (c *Conn) Ready() bool {
 func (c *Conn) ShutdownRead() error { return unix.Shutdown(c.fd.get(), unix.SHUT_RD) }
 
 // Close closes the connection.
-func (c *Conn) Close() error { return c.fd.close() }
+func (c *Conn) Close() error {
+	if c.polled != nil {
+		c.polled.Close()
+	}
+	return c.fd.close()
+}
 
 func pollIn(fd int, timeout time.Duration) (bool, error) {
 	ms := -1

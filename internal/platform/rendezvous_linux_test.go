@@ -3,6 +3,7 @@
 package platform
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -283,5 +284,75 @@ func TestCloseTwiceLeavesTheNumberAlone(t *testing.T) {
 			t.Errorf("%s: the descriptor now at its old number %d was closed by its second close: %v", e.what, e.fd, err)
 		}
 		unix.Close(e.fd)
+	}
+}
+
+// RecvContext waits for a message, its deadline or its context, and reads a message
+// that was queued before it was called; Recv and Send still work on the connection
+// after it.
+func TestRecvContext(t *testing.T) {
+	name := testName(t)
+	l, err := Listen(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	client, err := Dial(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := l.Accept()
+	if err != nil || server == nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	buf := make([]byte, 16)
+	ctx := context.Background()
+
+	if _, _, err := client.RecvContext(ctx, buf, 10*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("RecvContext with nothing queued: %v, want deadline exceeded", err)
+	}
+	if err := server.Send([]byte("queued")); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := client.RecvContext(ctx, buf, -1); err != nil || string(buf[:n]) != "queued" {
+		t.Fatalf("RecvContext with a message queued = %q, %v", buf[:n], err)
+	}
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		server.Send([]byte("later"))
+	}()
+	if n, _, err := client.RecvContext(ctx, buf, -1); err != nil || string(buf[:n]) != "later" {
+		t.Fatalf("RecvContext for a message sent while it waits = %q, %v", buf[:n], err)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		cancel()
+	}()
+	if _, _, err := client.RecvContext(cctx, buf, -1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("RecvContext when its context ends: %v, want context.Canceled", err)
+	}
+	if _, _, err := client.RecvContext(cctx, buf, -1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("RecvContext with its context ended: %v, want context.Canceled", err)
+	}
+
+	if err := client.Send([]byte("back")); err != nil {
+		t.Fatalf("Send after RecvContext: %v", err)
+	}
+	if n, _, err := server.Recv(buf, time.Second); err != nil || string(buf[:n]) != "back" {
+		t.Fatalf("the other end read %q, %v", buf[:n], err)
+	}
+	if err := server.Send([]byte("plain")); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := client.Recv(buf, time.Second); err != nil || string(buf[:n]) != "plain" {
+		t.Fatalf("Recv after RecvContext = %q, %v", buf[:n], err)
+	}
+	server.Close()
+	if n, _, err := client.RecvContext(ctx, buf, -1); err != nil || n != 0 {
+		t.Fatalf("RecvContext at the end of the connection = %q, %v; want the end", buf[:n], err)
 	}
 }

@@ -3,6 +3,7 @@
 package platform
 
 import (
+	"context"
 	"errors"
 	"os"
 	"time"
@@ -50,6 +51,11 @@ func (c *Conn) Send(msg []byte, fds ...int) error { return ErrUnsupported }
 
 // Recv is not available here.
 func (c *Conn) Recv(buf []byte, timeout time.Duration) (int, []int, error) {
+	return 0, nil, ErrUnsupported
+}
+
+// RecvContext is not available here.
+func (c *Conn) RecvContext(ctx context.Context, buf []byte, timeout time.Duration) (int, []int, error) {
 	return 0, nil, ErrUnsupported
 }
 

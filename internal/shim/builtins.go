@@ -1,19 +1,16 @@
 package shim
 
+import "slices"
+
 // builtins are the commands git runs in its own process: the union of
 // `git --list-cmds=builtins` of git 2.39 and git 2.55 (TestShimBuiltinsCoverGit checks
 // that every git the tests run lists nothing else). The shim hands them to the real git
 // without looking for a git-<name> program, so that the common call costs no process;
 // a name that is a builtin in one of those versions and a script in the other (2.39's
 // bisect) goes to git too, as it always did.
-var builtins = map[string]bool{}
-
-func init() {
-	for _, name := range builtinNames {
-		builtins[name] = true
-	}
-}
-
+//
+// A slice, searched when the shim meets a command that is neither update-ref, fetch nor
+// push: a map would be built at every refretry's start-up, whatever its command.
 var builtinNames = []string{
 	"add", "am", "annotate", "apply", "archive", "backfill", "bisect", "bisect--helper", "blame", "branch",
 	"bugreport", "bundle", "cat-file", "check-attr", "check-ignore", "check-mailmap", "check-ref-format",
@@ -35,3 +32,6 @@ var builtinNames = []string{
 	"upload-archive--writer", "upload-pack", "url-parse", "var", "verify-commit", "verify-pack", "verify-tag",
 	"version", "whatchanged", "worktree", "write-tree",
 }
+
+// builtin reports whether git runs the command name in its own process.
+func builtin(name string) bool { return slices.Contains(builtinNames, name) }

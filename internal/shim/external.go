@@ -27,26 +27,44 @@ type External struct {
 	Env  []string
 }
 
-// envFlags are git's global options whose whole effect on an external command is one
-// environment variable (git.c handle_options and commit_pager_choice, 2.39 and 2.55).
-var envFlags = map[string][2]string{
-	"--no-replace-objects":   {"GIT_NO_REPLACE_OBJECTS", "1"},
-	"--literal-pathspecs":    {"GIT_LITERAL_PATHSPECS", "1"},
-	"--no-literal-pathspecs": {"GIT_LITERAL_PATHSPECS", "0"},
-	"--glob-pathspecs":       {"GIT_GLOB_PATHSPECS", "1"},
-	"--noglob-pathspecs":     {"GIT_NOGLOB_PATHSPECS", "1"},
-	"--icase-pathspecs":      {"GIT_ICASE_PATHSPECS", "1"},
-	"--no-optional-locks":    {"GIT_OPTIONAL_LOCKS", "0"},
-	"-P":                     {"GIT_PAGER", "cat"},
-	"--no-pager":             {"GIT_PAGER", "cat"},
+// envFlag is the one environment variable, and its value, that is the whole effect of
+// one of git's global options on an external command (git.c handle_options and
+// commit_pager_choice, 2.39 and 2.55); "" for any other option. (A switch, not a map:
+// a package-level map is built at the start of every refretry process.)
+func envFlag(option string) (name, value string) {
+	switch option {
+	case "--no-replace-objects":
+		return "GIT_NO_REPLACE_OBJECTS", "1"
+	case "--literal-pathspecs":
+		return "GIT_LITERAL_PATHSPECS", "1"
+	case "--no-literal-pathspecs":
+		return "GIT_LITERAL_PATHSPECS", "0"
+	case "--glob-pathspecs":
+		return "GIT_GLOB_PATHSPECS", "1"
+	case "--noglob-pathspecs":
+		return "GIT_NOGLOB_PATHSPECS", "1"
+	case "--icase-pathspecs":
+		return "GIT_ICASE_PATHSPECS", "1"
+	case "--no-optional-locks":
+		return "GIT_OPTIONAL_LOCKS", "0"
+	case "-P", "--no-pager":
+		return "GIT_PAGER", "cat"
+	}
+	return "", ""
 }
 
-// envValues are the global options that put their value into one variable, in either
-// spelling (--git-dir x, --git-dir=x).
-var envValues = map[string]string{
-	"--git-dir":   "GIT_DIR",
-	"--work-tree": "GIT_WORK_TREE",
-	"--namespace": "GIT_NAMESPACE",
+// envValue is the variable a global option puts its value into, in either spelling
+// (--git-dir x, --git-dir=x); "" for any other option.
+func envValue(option string) (name string) {
+	switch option {
+	case "--git-dir":
+		return "GIT_DIR"
+	case "--work-tree":
+		return "GIT_WORK_TREE"
+	case "--namespace":
+		return "GIT_NAMESPACE"
+	}
+	return ""
 }
 
 // LookExternal reports whether git would run the call as an external command, and
@@ -72,7 +90,7 @@ var envValues = map[string]string{
 //   - the shim is not on PATH (no directory to put first).
 func LookExternal(c Call, env []string, realGit, self string) (x External, ok bool) {
 	name := c.Command
-	if name == "" || builtins[name] || strings.HasPrefix(name, "-") || strings.ContainsRune(name, '/') ||
+	if name == "" || builtin(name) || strings.HasPrefix(name, "-") || strings.ContainsRune(name, '/') ||
 		len(c.Args) > 0 && c.Args[0] == "--help" {
 		return x, false
 	}
@@ -113,15 +131,16 @@ func LookExternal(c Call, env []string, realGit, self string) (x External, ok bo
 	for i := 0; i < len(c.Options); i++ {
 		o := c.Options[i]
 		k, v, glued := strings.Cut(o, "=")
+		flagVar, flagValue := envFlag(o)
 		switch {
-		case envValues[k] != "":
+		case envValue(k) != "":
 			if !glued {
 				i++
 				v = c.Options[i]
 			}
-			env = gitexec.Setenv(env, envValues[k], v)
-		case envFlags[o] != [2]string{}:
-			env = gitexec.Setenv(env, envFlags[o][0], envFlags[o][1])
+			env = gitexec.Setenv(env, envValue(k), v)
+		case flagVar != "":
+			env = gitexec.Setenv(env, flagVar, flagValue)
 		case o == "--bare":
 			// git sets GIT_DIR to the directory it is in, unless it is set already.
 			if gitexec.Getenv(env, "GIT_DIR") == "" {

@@ -1,6 +1,9 @@
 package shim
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Call is a git command line as git's handle_options reads it (git 2.55, git.c): the
 // global options, then the subcommand and its arguments.
@@ -120,7 +123,7 @@ func Parse(args []string) (c Call, ok bool) {
 		case a == "--bare":
 			bare = true
 			c.Options = append(c.Options, a)
-		case flagOptions[a]:
+		case slices.Contains(flagOptions, a):
 			c.Options = append(c.Options, a)
 		default:
 			// Unknown, or one that prints and exits: git decides.
@@ -132,10 +135,12 @@ func Parse(args []string) (c Call, ok bool) {
 
 // flagOptions are git's global options that take no value and only set something for
 // the command that follows.
-var flagOptions = map[string]bool{
-	"-p": true, "--paginate": true, "-P": true, "--no-pager": true,
-	"--no-lazy-fetch": true, "--no-replace-objects": true,
-	"--literal-pathspecs": true, "--no-literal-pathspecs": true,
-	"--glob-pathspecs": true, "--noglob-pathspecs": true, "--icase-pathspecs": true,
-	"--no-optional-locks": true, "--no-advice": true,
+// (A slice, not a map: a package-level map is built at the start of every refretry
+// process, whatever its command.)
+var flagOptions = []string{
+	"-p", "--paginate", "-P", "--no-pager",
+	"--no-lazy-fetch", "--no-replace-objects",
+	"--literal-pathspecs", "--no-literal-pathspecs",
+	"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs",
+	"--no-optional-locks", "--no-advice",
 }
