@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -197,24 +196,7 @@ func (w *work) try(args ...string) (string, error) {
 // executable) and symbolic links (path to target), and commits the work tree.
 func (w *work) commitAll(msg string, files, links map[string]string) {
 	w.t.Helper()
-	for path, content := range files {
-		p := filepath.Join(w.dir, path)
-		mode := os.FileMode(0o644)
-		if strings.HasPrefix(content, "#!") {
-			mode = 0o755
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			w.t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			w.t.Fatal(err)
-		}
-	}
-	for path, target := range links {
-		if err := os.Symlink(target, filepath.Join(w.dir, path)); err != nil {
-			w.t.Fatal(err)
-		}
-	}
+	testutil.WriteFiles(w.t, w.dir, files, links)
 	w.run("add", "-A")
 	w.run("commit", "-q", "-m", msg)
 }
