@@ -1,8 +1,14 @@
 package forge_test
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/refretry/refretry/failure"
 
 	"github.com/refretry/refretry/forge"
 	"github.com/refretry/refretry/internal/harness/forgeapi"
@@ -44,7 +50,7 @@ func TestGitHubConcurrent(t *testing.T) {
 	g := testutil.NewGit(t)
 	s := forgeapi.StartGitHub(t, forgeapi.Options{})
 	api := forge.API{Forge: "github", URL: s.APIURL(), Token: forgeapi.AppToken}
-	n := 16
+	n := testutil.Scale(t, 8, 16)
 	jobs := make([]*job, n)
 	for i := range jobs {
 		jobs[i] = newJob(t, g, s.CloneURL(), map[string]string{fmt.Sprintf("results/%02d.txt", i): fmt.Sprintf("job %d\n", i)}, nil)
@@ -60,4 +66,72 @@ func TestGitHubConcurrent(t *testing.T) {
 	checkBranch(t, jobs[0], s, n)
 	t.Logf("%d jobs: %d attempts, %d API requests (%d commits, %d ref updates), %d git requests",
 		n, attempts, s.Requests(), s.Count(forgeapi.GitHubCreateCommit), s.Count(forgeapi.GitHubUpdateRef), s.GitServer().Requests())
+}
+
+// faultCase is one fault on the first request of a kind, and what the run makes of
+// it.
+type faultCase struct {
+	name    string
+	token   string
+	files   map[string]string
+	kind    forgeapi.Kind
+	fault   forgeapi.Fault
+	classes []failure.Class // the attempts' ("" for a success)
+	code    int
+	commits int    // commits on main over the first when it ends
+	says    string // in stderr or the failure's advice
+}
+
+// TestGitHubFaults: each of GitHub's answers, injected on the first request of its
+// kind, is classified and acted on as docs/push.md says: a lost race replayed, a
+// limit waited for, an answer lost after it was applied found on the branch (and
+// not landed twice), a rule or a token that may not write final at once.
+func TestGitHubFaults(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	file, exe := map[string]string{"a.txt": "a\n"}, map[string]string{"run.sh": "#!/bin/sh\n"}
+	ok := []failure.Class{""}
+	cases := []faultCase{
+		{"lost race", forgeapi.AppToken, file, forgeapi.GitHubUpdateRef, forgeapi.LandFirst("main"), []failure.Class{failure.Behind, ""}, 0, 2, ""},
+		{"secondary limit", forgeapi.AppToken, file, forgeapi.GitHubCreateCommit, forgeapi.GitHubSecondaryLimit(429, 1), []failure.Class{failure.Transport, ""}, 0, 1, ""},
+		{"answer lost", forgeapi.AppToken, file, forgeapi.GitHubUpdateRef, forgeapi.Fault{Status: 502, Apply: true, Body: "{}"}, []failure.Class{failure.Unknown, ""}, 0, 1, "already has the job's changes"},
+		{"ruleset", forgeapi.AppToken, file, forgeapi.GitHubUpdateRef, forgeapi.GitHubRuleViolation("Changes must be made through a pull request."), []failure.Class{failure.Declined}, 1, 0, "Changes must be made through a pull request."},
+		{"read-only token", forgeapi.ReadOnlyToken, file, "", forgeapi.Fault{}, []failure.Class{failure.Auth}, 128, 0, "Resource not accessible by integration"},
+		{"GraphQL lost race", forgeapi.UserToken, file, forgeapi.GitHubCommitOnBranch, forgeapi.LandFirst("main"), []failure.Class{failure.Behind, ""}, 0, 2, "createCommitOnBranch"},
+		{"GraphQL limit", forgeapi.UserToken, file, forgeapi.GitHubCommitOnBranch, forgeapi.GraphQLRateLimited(time.Now()), []failure.Class{failure.Transport, ""}, 0, 1, ""},
+		{"person's token, an executable", forgeapi.UserToken, exe, "", forgeapi.Fault{}, ok, 0, 1, "not signed by the forge"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := forgeapi.StartGitHub(t, forgeapi.Options{Inject: func(r forgeapi.Request) *forgeapi.Fault {
+				if r.Kind == c.kind && r.KindN == 1 {
+					return &c.fault
+				}
+				return nil
+			}})
+			initial := s.Head("main")
+			j := newJob(t, g, s.CloneURL(), c.files, nil)
+			var notes []string
+			r := j.runner(forge.API{Forge: "github", URL: s.APIURL(), Token: c.token})
+			r.Note = func(_, msg string) { notes = append(notes, msg) }
+			o := j.landWith(r)
+			said := o.stderr + strings.Join(notes, "\n") + advice(o.err)
+			if got := classes(o.attempts); !slices.Equal(got, c.classes) || o.res.ExitCode != c.code || !strings.Contains(said, c.says) {
+				t.Errorf("attempts %v, exit %d (want %v, %d, saying %q): %v\n%s", got, o.res.ExitCode, c.classes, c.code, c.says, o.err, said)
+			}
+			if got := s.Git("rev-list", "--count", "main", "^"+initial); got != fmt.Sprint(c.commits) {
+				t.Errorf("%s commits landed, want %d", got, c.commits)
+			}
+		})
+	}
+}
+
+// advice is err's failure's advice, "" when it has none.
+func advice(err error) string {
+	var f *failure.Error
+	if errors.As(err, &f) {
+		return f.Advice
+	}
+	return ""
 }

@@ -64,21 +64,13 @@ func (j *job) gitIn(dir string, args ...string) string {
 }
 
 // runner is a Runner for the job, on api, with a quick schedule and a generous
-// budget; every attempt it reports is kept in attempts.
-func (j *job) runner(api forge.API, attempts *[]retry.Attempt) *forge.Runner {
-	var mu sync.Mutex
+// budget.
+func (j *job) runner(api forge.API) *forge.Runner {
 	return &forge.Runner{
 		Git: j.g.Path, Dirs: []string{j.dir}, Env: j.env, API: api,
 		Settings: func() (settings.Settings, error) {
-			return settings.Settings{Policy: retry.Policy{Timeout: 3 * time.Minute, MaxAttempts: 0, InitialDelay: 5 * time.Millisecond,
+			return settings.Settings{Policy: retry.Policy{Timeout: 3 * time.Minute, InitialDelay: 5 * time.Millisecond,
 				MaxDelay: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
-		},
-		OnAttempt: func(a retry.Attempt) {
-			mu.Lock()
-			defer mu.Unlock()
-			if attempts != nil {
-				*attempts = append(*attempts, a)
-			}
 		},
 	}
 }
@@ -94,12 +86,20 @@ type outcome struct {
 // land runs the job's push --api of HEAD to main through api.
 func (j *job) land(api forge.API, args ...string) outcome {
 	j.t.Helper()
+	return j.landWith(j.runner(api), args...)
+}
+
+// landWith runs the job's push --api of HEAD to main (or args) with r, keeping every
+// attempt it reports.
+func (j *job) landWith(r *forge.Runner, args ...string) outcome {
+	j.t.Helper()
 	var o outcome
 	var stderr bytes.Buffer
 	if len(args) == 0 {
 		args = []string{"origin", "HEAD:main"}
 	}
-	o.res, o.err = j.runner(api, &o.attempts).Run(context.Background(), args, nil, nil, &stderr)
+	r.OnAttempt = func(a retry.Attempt) { o.attempts = append(o.attempts, a) }
+	o.res, o.err = r.Run(context.Background(), args, nil, nil, &stderr)
 	o.stderr = stderr.String()
 	return o
 }
