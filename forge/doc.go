@@ -37,10 +37,13 @@
 //     for within the budget; a rule is failure.Declined with its lines as Policy,
 //     credentials failure.Auth, anything else the forge refused failure.Rejected:
 //     all final.
-//   - GitLab has no compare-and-swap on the branch; every update and deletion names
-//     the last commit that changed its file as of the replay's base, so the commit
-//     lands only where none of its files changed since (internal/apicommit's
-//     gitlab.go says why that is enough).
+//   - Gitea and GitLab have no compare-and-swap on the branch that a client can ask
+//     for: they make the commit on the branch as they find it. Every update and
+//     deletion names what it replaces (Gitea: the blob, sha; GitLab: the last commit
+//     that changed the file as of the replay's base, last_commit_id) and a creation
+//     is refused where the path exists, so the commit lands only where none of its
+//     files changed since the base: what a replay onto the new head would make
+//     (internal/apicommit's gitea.go and gitlab.go).
 //   - On success the branch's new value is fetched and what the push named (HEAD,
 //     the checked-out branch, another local branch) moved to it, as push --rebase
 //     leaves it; stderr gets git push's line for the ref.

@@ -15,8 +15,8 @@
 //     classifies every answer other than the one expected into a *failure.Error in
 //     the forge's words: a lost race (behind, for a replay onto the new head: GitHub's
 //     422 "Update is not a fast forward" and GraphQL's HTTP 200 with STALE_DATA,
-//     Gitea's 403 "cannot lock ref" and its unmapped 500, GitLab's per-file
-//     refusals), a limit (transport, with the wait Retry-After or x-ratelimit-reset
+//     Gitea's 403 "cannot lock ref" and its unmapped 500, Gitea's and GitLab's
+//     per-file refusals), a limit (transport, with the wait Retry-After or x-ratelimit-reset
 //     asks for), a rule (declined, its lines as Policy), credentials (auth), anything
 //     else rejected or other. A 5xx is an unknown outcome: the caller looks at the
 //     branch.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/refretry/refretry/internal/gitexec"
@@ -46,6 +47,13 @@ type Endpoint struct {
 	HTTP *http.Client
 
 	requests *atomic.Int64
+	self     *account // the token's account, once asked (Gitea)
+}
+
+// account is the account a token stands for, as its commits name it.
+type account struct {
+	mu          sync.Mutex
+	name, email string
 }
 
 // Requests is how many requests the endpoint has sent.
@@ -85,7 +93,7 @@ func Resolve(remoteURL string, env []string, w Want) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	path := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
-	e := Endpoint{Kind: kind, HTTP: w.HTTP, requests: new(atomic.Int64)}
+	e := Endpoint{Kind: kind, HTTP: w.HTTP, requests: new(atomic.Int64), self: new(account)}
 	if e.HTTP == nil {
 		e.HTTP = http.DefaultClient
 	}

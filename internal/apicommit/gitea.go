@@ -34,15 +34,20 @@ func (p *Plan) refuseGitea(ctx context.Context) error {
 }
 
 // gitea makes one commit with POST /repos/{o}/{r}/contents ("change files"), Gitea's
-// only API that writes a commit: the changes from Base to the tip, each update and
-// deletion with the blob it replaces (sha), and last_commit_id Base. Gitea makes the
-// commit on last_commit_id in a clone of its own and pushes it to the branch without
-// force, so the branch moves only from Base: a lost race is a 403 with git's "cannot
-// lock ref … is at X but expected Y" (the push raced another), or a 500 (the branch
-// had moved before the push: git's non-fast-forward, which Gitea's handler does not
-// map, and whose message Gitea withholds from a user who is not an admin); a blob
-// that changed meanwhile is a 422. Gitea signs the commit when its instance is
-// configured to ([repository.signing] CRUD_ACTIONS).
+// only API that writes a commit: the changes from Base to the tip. Like GitLab's, it
+// has no compare-and-swap on the branch that a client can ask for (Gitea's service
+// has a last commit id, but 1.26's API does not take one): Gitea clones the branch as
+// it is when the request is served, makes the commit there and pushes it without
+// force. What keeps a landing safe is its check per file: each update and deletion
+// gives the blob it replaces (sha), refused when the file is another now ("sha does
+// not match"), and a creation is refused where the path exists; so the commit lands
+// only where no file it writes changed since Base, as on GitLab. Gitea's own window,
+// from its clone to its push, loses races in two ways, both reproduced against 1.26
+// (change-files requests sent together, or 400 ms apart): a push that raced another
+// is a 403 with git's "cannot lock ref … is at X but expected Y", and one made after
+// the branch moved is a 500 (git's non-fast-forward, which Gitea's handler does not
+// map, and whose message it withholds from a user who is not an admin). Gitea signs
+// the commit when its instance is configured to ([repository.signing] CRUD_ACTIONS).
 type gitea struct{}
 
 func (gitea) land(ctx context.Context, p *Plan, now time.Time) (string, error) {
@@ -66,9 +71,13 @@ func (gitea) land(ctx context.Context, p *Plan, now time.Time) (string, error) {
 		}
 		files = append(files, f)
 	}
+	me, err := p.e.giteaAccount(ctx, now)
+	if err != nil {
+		return "", err
+	}
 	tip := p.l.tip()
-	in := map[string]any{"branch": p.l.Branch, "message": string(tip.Message), "last_commit_id": p.l.Base, "files": files,
-		"author": map[string]string{"name": tip.Author.Name, "email": tip.Author.Email}}
+	in := map[string]any{"branch": p.l.Branch, "message": string(tip.Message), "files": files,
+		"author": map[string]string{"name": tip.Author.Name, "email": tip.Author.Email}, "committer": me}
 	var out struct {
 		Commit struct {
 			SHA string `json:"sha"`
@@ -84,6 +93,30 @@ func (gitea) land(ctx context.Context, p *Plan, now time.Time) (string, error) {
 	return out.Commit.SHA, nil
 }
 
+// giteaAccount is the token's account as a committer (GET /user, once): Gitea makes
+// the committer the author when only an author is given, and the commit is the
+// token's, whoever wrote its changes.
+func (e Endpoint) giteaAccount(ctx context.Context, now time.Time) (map[string]string, error) {
+	e.self.mu.Lock()
+	defer e.self.mu.Unlock()
+	if e.self.email == "" {
+		var u struct {
+			Login    string `json:"login"`
+			FullName string `json:"full_name"`
+			Email    string `json:"email"`
+		}
+		a, err := e.call(ctx, http.MethodGet, "/user", nil, &u)
+		if err != nil {
+			return nil, err
+		}
+		if a.status != http.StatusOK || u.Email == "" {
+			return nil, classifyGitea(a, now)
+		}
+		e.self.name, e.self.email = firstOf(u.FullName, u.Login), u.Email
+	}
+	return map[string]string{"name": e.self.name, "email": e.self.email}, nil
+}
+
 // movedRef is git's words for a compare-and-swap that failed, as Gitea passes on the
 // push of its clone.
 var movedRef = regexp.MustCompile(`cannot lock ref '([^']+)': is at ([0-9a-f]+) but expected ([0-9a-f]+)`)
@@ -92,10 +125,10 @@ var movedRef = regexp.MustCompile(`cannot lock ref '([^']+)': is at ([0-9a-f]+) 
 //
 //   - 403 with git's "cannot lock ref '<ref>': is at X but expected Y": another
 //     commit landed while Gitea pushed this one (behind, Moved set);
-//   - 500: Gitea's push of the commit was refused, as when the branch moved before
-//     it (non-fast-forward), or the server failed; an admin sees git's words, anyone
-//     else an empty message, so it is taken as an unknown outcome, which the caller
-//     settles by looking at the branch (moved: behind);
+//   - 500: Gitea's push of the commit was refused, as when the branch moved after
+//     Gitea cloned it (non-fast-forward), or the server failed; an admin sees git's
+//     words, anyone else an empty message, so it is taken as an unknown outcome,
+//     which the caller settles with a replay onto the branch as it now is;
 //   - 403 "push is rejected" (git refused the push of its clone, giving no reason):
 //     as a 500;
 //   - 422 "sha does not match", "repository file already exists", "file CommitID

@@ -14,8 +14,9 @@ import (
 type Landing struct {
 	Repo   replay.Repo // where the commits are (their trees and blobs)
 	Branch string      // "main"
-	// Base is the branch's value on the remote that Commits were replayed onto: the
-	// forge's compare-and-swap holds the branch to it (GitLab's, per file).
+	// Base is the branch's value on the remote that Commits were replayed onto:
+	// GitHub's compare-and-swap holds the branch to it; Gitea's and GitLab's checks
+	// per file hold each file the commit writes to its content there.
 	Base string
 	// Commits are a line of commits on Base, oldest first, as replay.ReadCommits
 	// reads them (ID, Tree, Message, Author). A route that makes one commit a request
