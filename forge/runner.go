@@ -39,7 +39,7 @@ type API struct {
 	Client *http.Client
 }
 
-// Want is a as the package that sends the requests takes it.
+// want is a as internal/apicommit, which sends the requests, takes it.
 func (a API) want() apicommit.Want {
 	return apicommit.Want{Forge: a.Forge, URL: a.URL, Token: a.Token, HTTP: a.Client}
 }
