@@ -15,17 +15,16 @@ var forges = []string{"github", "gitea", "gitlab"}
 
 // checkAPI refuses the options that do not go with --api (a usage error): --forge
 // without it, a forge it does not know, and the cures and switches of a git push,
-// which an API landing has no use for (it replays onto the branch as --rebase does).
+// which an API landing has no use for (it replays onto the branch as --rebase does;
+// with --gather, a commit that conflicts falls back to --rebase's git push).
 func (c *PushCmd) checkAPI() error {
 	switch {
 	case c.Forge != "" && !c.API:
 		return &usageError{msg: "push: --forge goes with --api"}
 	case c.Forge != "" && !slices.Contains(forges, c.Forge):
 		return &usageError{msg: "push: --forge " + c.Forge + ": not github, gitea or gitlab"}
-	case c.API && (c.Regenerate != "" || c.NoAtomic):
+	case c.API && !c.Gather && (c.Regenerate != "" || c.NoAtomic):
 		return &usageError{msg: "push --api: --regenerate and --no-atomic are git push's; an API landing replays the commits onto the branch as --rebase does"}
-	case c.API && c.NoWait:
-		return &usageError{msg: "push --api: --no-wait stages for a later gather land, which pushes with git"}
 	}
 	return nil
 }
@@ -49,4 +48,12 @@ func (c *PushCmd) runAPI(in *invocation, lg *report.Log, rest []string) error {
 		return exitError(res.ExitCode)
 	}
 	return nil
+}
+
+// gatherAPI is the API a gather lands its waves through: nil without --api.
+func gatherAPI(api bool, forgeName string) *forge.API {
+	if !api {
+		return nil
+	}
+	return &forge.API{Forge: forgeName}
 }
