@@ -16,13 +16,10 @@ import (
 // update keeps the file's executable bit.
 var giteaFiles = fileAPI{name: "Gitea's contents API", keepsExec: true}
 
-// refuseGitea refuses what the contents API cannot write, and the paths Git LFS
-// takes (filter=lfs): an instance that runs an LFS server would store their content
-// there and write a pointer in its place, not the job's blob.
-func (p *Plan) refuseGitea(ctx context.Context) error {
-	if why := giteaFiles.refuse(p.list); why != "" {
-		return refusal(why)
-	}
+// refuseLFS refuses the paths Git LFS takes (filter=lfs): a Gitea instance that runs
+// an LFS server would store what its contents API is given there, and write a
+// pointer in its place, not the job's blob.
+func (p *Plan) refuseLFS(ctx context.Context) error {
 	lfs, err := lfsPaths(ctx, p.l.Repo, p.l.tip().ID, p.list)
 	if err != nil {
 		return err

@@ -68,23 +68,21 @@ func (e Endpoint) Plan(ctx context.Context, l Landing) (*Plan, error) {
 		return nil, err
 	}
 	p.list = list
-	switch e.Kind {
-	case GitHub:
-		if graphQLFiles.refuse(list) == "" {
-			p.route, p.Route, p.Signs = githubGraphQL{}, "GitHub's GraphQL createCommitOnBranch", true
-			return p, nil
-		}
-		// A person's token: GitHub signs no git data commit of it, but that API
-		// keeps what GraphQL cannot.
+	if e.Kind == GitHub && (len(list) == 0 || graphQLFiles.refuse(list) != "") {
+		// A person's token: GitHub signs no git data commit of it, but that API keeps
+		// what GraphQL cannot write, and makes a commit that changes nothing.
 		p.route, p.Objects, p.Route = githubREST{}, true, "GitHub's git data API (unsigned: the token is a person's)"
 		return p, nil
-	case Gitea:
-		p.route, p.Route = gitea{}, "Gitea's contents API"
-		return p, p.refuseGitea(ctx)
 	}
-	p.route, p.Route = gitlab{}, "GitLab's commits API"
-	if why := gitlabFiles.refuse(list); why != "" {
-		return nil, refusal(why)
+	api := map[Kind]fileAPI{GitHub: graphQLFiles, Gitea: giteaFiles, GitLab: gitlabFiles}[e.Kind]
+	p.route, p.Route, p.Signs = map[Kind]route{GitHub: githubGraphQL{}, Gitea: gitea{}, GitLab: gitlab{}}[e.Kind], api.name, e.Kind == GitHub
+	switch {
+	case len(list) == 0:
+		return nil, refusal(api.name + " cannot make a commit that changes nothing")
+	case api.refuse(list) != "":
+		return nil, refusal(api.refuse(list))
+	case e.Kind == Gitea:
+		return p, p.refuseLFS(ctx)
 	}
 	return p, nil
 }
