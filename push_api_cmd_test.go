@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/forgeapi"
@@ -39,15 +38,11 @@ func TestPushAPI(t *testing.T) {
 	for i := range jobs {
 		jobs[i] = &apiJob{dir: f.clone(fmt.Sprintf("job-%02d", i)), log: filepath.Join(f.root, fmt.Sprintf("log-%02d.jsonl", i))}
 	}
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j.code, j.out = f.refretry(j.dir, g.Path, env, "--log-file", j.log, "push", "--api", "origin", "HEAD:main")
-		}()
-	}
-	wg.Wait()
+	testutil.Together(len(jobs), func(i int) struct{} {
+		j := jobs[i]
+		j.code, j.out = f.refretry(j.dir, g.Path, env, "--log-file", j.log, "push", "--api", "origin", "HEAD:main")
+		return struct{}{}
+	})
 	attempts := 0
 	for i, j := range jobs {
 		if j.code != 0 {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -131,20 +130,7 @@ func verify(t testing.TB, j *job, s interface{ Signer() testutil.Signer }, oid s
 // concurrently runs f for every job at once, released together, and returns the
 // outcomes in order.
 func concurrently(jobs []*job, f func(*job) outcome) []outcome {
-	outs := make([]outcome, len(jobs))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			outs[i] = f(j)
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return outs
+	return testutil.Together(len(jobs), func(i int) outcome { return f(jobs[i]) })
 }
 
 // checkBranch checks that s's main has n commits over its first, each made by the

@@ -39,11 +39,9 @@ func giteaAnswer(status int, body string) forgeapi.Fault {
 	return forgeapi.Fault{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
 }
 
-// TestClassify: each documented shape of a lost race, a limit, a rule and a refusal,
-// as each forge answers it, is classified as docs/push.md ("API commits") says.
-func TestClassify(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+// shapes are the documented shapes of a lost race, a limit, a rule and a refusal, as
+// each forge answers them, with now the time a limit's reset is read at.
+func shapes(now time.Time) []shape {
 	gh := func(status int, msg string) forgeapi.Fault {
 		return answerJSON(status, map[string]string{"message": msg, "documentation_url": "https://docs.github.com/rest", "status": http.StatusText(status)})
 	}
@@ -51,7 +49,7 @@ func TestClassify(t *testing.T) {
 	gl := func(status int, msg string) forgeapi.Fault {
 		return answerJSON(status, map[string]string{"message": msg})
 	}
-	shapes := []shape{
+	return []shape{
 		{"not a fast forward", GitHub, gh(422, "Update is not a fast forward"), failure.Behind, 0, false},
 		{"ruleset", GitHub, forgeapi.GitHubRuleViolation("Commits must have verified signatures."), failure.Declined, 0, false},
 		{"protected branch", GitHub, gh(422, "Protected branch update failed for refs/heads/main."), failure.Declined, 0, false},
@@ -90,7 +88,14 @@ func TestClassify(t *testing.T) {
 		{"throttled", GitLab, forgeapi.GitLabRateLimit(30, now.Add(time.Minute)), failure.Transport, 30 * time.Second, false},
 		{"server error", GitLab, forgeapi.ServerError(500), failure.Unknown, 0, false},
 	}
-	for _, s := range shapes {
+}
+
+// TestClassify: each documented shape is classified as docs/push.md ("API commits")
+// says, with the exit code of its class.
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, s := range shapes(now) {
 		t.Run(string(s.kind)+"/"+s.name, func(t *testing.T) {
 			f := classifyShape(s, now)
 			if f == nil || f.Class != s.class || f.Wait != s.wait || (f.Moved != nil) != s.moved {

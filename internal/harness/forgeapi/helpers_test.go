@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/forgeapi"
@@ -102,22 +101,7 @@ func tip(s *forgeapi.Server, branch string) (head, tree string) {
 
 // race runs send(0) to send(n-1) at once, each on a goroutine of its own released
 // together, and returns their replies in order.
-func race(n int, send func(i int) reply) []reply {
-	replies := make([]reply, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range replies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			replies[i] = send(i)
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return replies
-}
+func race(n int, send func(i int) reply) []reply { return testutil.Together(n, send) }
 
 // get is the value at keys (object keys, or list indexes as ints) in r's JSON, nil
 // when there is none.

@@ -9,6 +9,30 @@ import (
 	"strings"
 )
 
+// writeOptions writes what opts asks of the instance beyond the defaults: signing the
+// commits its API makes with opts.SigningKey, and opts.GitConfig for its git.
+func writeOptions(p func(string, ...any), opts Options) {
+	if opts.SigningKey != "" {
+		p("\n[repository.signing]")
+		p("SIGNING_KEY = %s", opts.SigningKey)
+		p("SIGNING_FORMAT = ssh")
+		p("SIGNING_NAME = Gitea")
+		p("SIGNING_EMAIL = gitea@example.invalid")
+		p("CRUD_ACTIONS = always")
+	}
+	if len(opts.GitConfig) > 0 {
+		p("\n[git.config]")
+		keys := make([]string, 0, len(opts.GitConfig))
+		for k := range opts.GitConfig {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p("%s = %s", k, opts.GitConfig[k])
+		}
+	}
+}
+
 // quietCron are the cron tasks Gitea 1.26 enables by default (with Actions off): all
 // turned off, so nothing runs in the background of a test. ([cron] ENABLED, which
 // older releases read, is no longer looked at.)
@@ -58,27 +82,9 @@ func appINI(dir, git, socket, rootURL string, opts Options) string {
 	p("\n[repository]")
 	p("ROOT = %s", filepath.Join(dir, "repos"))
 	p("DEFAULT_BRANCH = main")
-	if opts.SigningKey != "" {
-		p("\n[repository.signing]")
-		p("SIGNING_KEY = %s", opts.SigningKey)
-		p("SIGNING_FORMAT = ssh")
-		p("SIGNING_NAME = Gitea")
-		p("SIGNING_EMAIL = gitea@example.invalid")
-		p("CRUD_ACTIONS = always")
-	}
 	p("\n[git]")
 	p("PATH = %s", git)
-	if len(opts.GitConfig) > 0 {
-		p("\n[git.config]")
-		keys := make([]string, 0, len(opts.GitConfig))
-		for k := range opts.GitConfig {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			p("%s = %s", k, opts.GitConfig[k])
-		}
-	}
+	writeOptions(p, opts)
 	p("\n[log]")
 	p("MODE = console")
 	p("LEVEL = Info")
