@@ -99,7 +99,7 @@ func TestGitHubFaults(t *testing.T) {
 		{"read-only token", forgeapi.ReadOnlyToken, file, "", forgeapi.Fault{}, []failure.Class{failure.Auth}, 128, 0, "Resource not accessible by integration"},
 		{"GraphQL lost race", forgeapi.UserToken, file, forgeapi.GitHubCommitOnBranch, forgeapi.LandFirst("main"), []failure.Class{failure.Behind, ""}, 0, 2, "createCommitOnBranch"},
 		{"GraphQL limit", forgeapi.UserToken, file, forgeapi.GitHubCommitOnBranch, forgeapi.GraphQLRateLimited(time.Now()), []failure.Class{failure.Transport, ""}, 0, 1, ""},
-		{"person's token, an executable", forgeapi.UserToken, exe, "", forgeapi.Fault{}, ok, 0, 1, "not signed by the forge"},
+		{"person's token, an executable", forgeapi.UserToken, exe, "", forgeapi.Fault{}, ok, 0, 1, "not signed by GitHub"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -99,8 +99,7 @@ func (u *run) finish(ctx context.Context) {
 		landed = u.base
 		u.note("the branch %s already has the job's changes (an earlier attempt landed them, or another job made the same)", u.t.Branch)
 	} else {
-		signed := map[bool]string{true: "", false: ", not signed by the forge"}[u.plan.Signs]
-		u.note("landed %s on %s through %s%s", replay.Short(landed), u.t.Branch, u.plan.Route, signed)
+		u.note("landed %s on %s through %s (%s)", replay.Short(landed), u.t.Branch, u.plan.Route, u.plan.Signing)
 	}
 	switch {
 	case u.fetch(ctx, nil) != nil || u.repo.RevParse(ctx, landed+"^{commit}") == "":

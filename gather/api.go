@@ -63,6 +63,22 @@ func (u *run) apiSetup(ctx context.Context) error {
 	return nil
 }
 
+// checkAPI makes sure, through an API, that the forge's route can write the job's
+// commit (a file-level API cannot write a symbolic link, say): a commit it cannot
+// write would stop every wave that took it, so the job fails before it stages
+// anything, with the route's refusal.
+func (u *run) checkAPI(ctx context.Context, commit string) error {
+	if u.ep == nil {
+		return nil
+	}
+	infos, err := u.repo.ReadCommits(ctx, []string{commit})
+	if err != nil || len(infos[0].Parents) != 1 {
+		return err
+	}
+	_, err = u.ep.Plan(ctx, apicommit.Landing{Repo: u.repo, Branch: u.n.branch, Base: infos[0].Parents[0], Commits: infos})
+	return err
+}
+
 // landAPI is the rest of a wave through the API (steps 1 to 3 above), once w is
 // replayed; value is the lease's value the gatherer holds, and it returns the value
 // it holds afterwards. A wave with nothing to commit (every commit's changes on the
@@ -169,6 +185,7 @@ func (u *run) apiLand(ctx context.Context, w *wave, commit string) (string, erro
 		}
 		return "", nil
 	}
+	u.inflight = "" // refused: it did not land, and the lease may go
 	u.stderr().Write([]byte("error: " + f.Message + "\n"))
 	return "", fmt.Errorf("the forge refused the gather: %w", f)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/forge"
 	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/harness/forgeapi"
@@ -185,5 +186,27 @@ func TestGatherAPIKilled(t *testing.T) {
 	}
 	if n := checkLanded(t, g, s, c.dir, c.env, initial, []string{ares.ID, bres.ID, cres.ID}, []string{"a", "b", "c"}); n != 2 {
 		t.Errorf("%d commits on main, want 2 (the killed gatherer's wave, and c's)", n)
+	}
+}
+
+// TestGatherAPIRefusesEarly: through GitLab's API, which cannot write a symbolic
+// link, a job whose commit adds one fails before it stages anything (a staged commit
+// no wave could land would stop every wave that took it), saying why.
+func TestGatherAPIRefusesEarly(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	s := forgeapi.StartGitLab(t, forgeapi.Options{})
+	j := forgeJob(t, g, s, "a")
+	testutil.WriteFiles(t, j.dir, nil, map[string]string{"link": "results/a"})
+	run(t, g, j.dir, j.env, "add", "link")
+	run(t, g, j.dir, j.env, "commit", "-q", "--amend", "--no-edit")
+	api := &forge.API{Forge: "gitlab", URL: s.APIURL(), Token: forgeapi.GitLabToken}
+	res, err := j.runner(&remote{t: t, g: g}, func(gr *gather.Runner) { gr.API = api }).Run(context.Background(), pushArgs, nil, nil, nil)
+	var f *failure.Error
+	if !errors.As(err, &f) || f.Class != failure.Rejected || res.ExitCode != 1 || !strings.Contains(f.Message, "symbolic link") {
+		t.Errorf("exit %d: %v, want a refusal of the symbolic link", res.ExitCode, err)
+	}
+	if res.Staged != "" || s.Git("for-each-ref", "refs/refretry/") != "" {
+		t.Errorf("staged %q; refs on the remote:\n%s", res.Staged, s.Git("for-each-ref", "refs/refretry/"))
 	}
 }

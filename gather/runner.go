@@ -256,6 +256,9 @@ func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, e
 	if err := u.checkSigning(ctx, commit, info); err != nil {
 		return u.res, err
 	}
+	if err := u.checkAPI(ctx, commit); err != nil {
+		return u.res, err
+	}
 	began := u.clock.Now()
 	held, err := u.stage(ctx, commit)
 	u.pushTook = u.since(began)

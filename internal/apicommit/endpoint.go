@@ -53,7 +53,8 @@ type Endpoint struct {
 // account is the account a token stands for, as its commits name it.
 type account struct {
 	mu          sync.Mutex
-	name, email string
+	asked       bool   // the forge was asked (and answered)
+	name, email string // "" when it would not say
 }
 
 // Requests is how many requests the endpoint has sent.

@@ -74,7 +74,10 @@ func (gitea) land(ctx context.Context, p *Plan, now time.Time) (string, error) {
 	}
 	tip := p.l.tip()
 	in := map[string]any{"branch": p.l.Branch, "message": string(tip.Message), "files": files,
-		"author": map[string]string{"name": tip.Author.Name, "email": tip.Author.Email}, "committer": me}
+		"author": map[string]string{"name": tip.Author.Name, "email": tip.Author.Email}}
+	if me != nil {
+		in["committer"] = me
+	}
 	var out struct {
 		Commit struct {
 			SHA string `json:"sha"`
@@ -92,11 +95,12 @@ func (gitea) land(ctx context.Context, p *Plan, now time.Time) (string, error) {
 
 // giteaAccount is the token's account as a committer (GET /user, once): Gitea makes
 // the committer the author when only an author is given, and the commit is the
-// token's, whoever wrote its changes.
+// token's, whoever wrote its changes. A token that may not read its account (no
+// read:user) gets nil: the commit is then the author's alone, as Gitea makes it.
 func (e Endpoint) giteaAccount(ctx context.Context, now time.Time) (map[string]string, error) {
 	e.self.mu.Lock()
 	defer e.self.mu.Unlock()
-	if e.self.email == "" {
+	if !e.self.asked {
 		var u struct {
 			Login    string `json:"login"`
 			FullName string `json:"full_name"`
@@ -106,10 +110,14 @@ func (e Endpoint) giteaAccount(ctx context.Context, now time.Time) (map[string]s
 		if err != nil {
 			return nil, err
 		}
-		if a.status != http.StatusOK || u.Email == "" {
-			return nil, classifyGitea(a, now)
+		if f := classifyGitea(a, now); a.status != http.StatusOK && (f.Class.Retryable() || f.Class == failure.Unknown) {
+			return nil, f
 		}
+		e.self.asked = true
 		e.self.name, e.self.email = firstOf(u.FullName, u.Login), u.Email
+	}
+	if e.self.email == "" {
+		return nil, nil
 	}
 	return map[string]string{"name": e.self.name, "email": e.self.email}, nil
 }

@@ -43,9 +43,10 @@ type Plan struct {
 	Objects bool
 	// Route names the route, for notes: "GitHub's git data API", ….
 	Route string
-	// Signs is set when the forge signs the commits it makes on this route (GitHub's
-	// with an App token, or GraphQL); Gitea signs when its instance is configured to.
-	Signs bool
+	// Signing says whether the forge signs the commits it makes on this route, for
+	// notes: GitHub does with an App token, or through GraphQL; Gitea when its instance
+	// is configured to; GitLab never.
+	Signing string
 }
 
 // Plan checks l against the route e's forge takes for it, and refuses (a
@@ -60,7 +61,7 @@ func (e Endpoint) Plan(ctx context.Context, l Landing) (*Plan, error) {
 	}
 	p := &Plan{e: e, l: l}
 	if e.Kind == GitHub && e.app() {
-		p.route, p.Objects, p.Route, p.Signs = githubREST{}, true, "GitHub's git data API", true
+		p.route, p.Objects, p.Route, p.Signing = githubREST{}, true, "GitHub's git data API", signings[GitHub]
 		return p, nil
 	}
 	list, err := changes(ctx, l.Repo, l.Base, l.tip().ID)
@@ -71,11 +72,11 @@ func (e Endpoint) Plan(ctx context.Context, l Landing) (*Plan, error) {
 	if e.Kind == GitHub && (len(list) == 0 || graphQLFiles.refuse(list) != "") {
 		// A person's token: GitHub signs no git data commit of it, but that API keeps
 		// what GraphQL cannot write, and makes a commit that changes nothing.
-		p.route, p.Objects, p.Route = githubREST{}, true, "GitHub's git data API (unsigned: the token is a person's)"
+		p.route, p.Objects, p.Route, p.Signing = githubREST{}, true, "GitHub's git data API", "not signed by GitHub: the token is a person's"
 		return p, nil
 	}
 	api := map[Kind]fileAPI{GitHub: graphQLFiles, Gitea: giteaFiles, GitLab: gitlabFiles}[e.Kind]
-	p.route, p.Route, p.Signs = map[Kind]route{GitHub: githubGraphQL{}, Gitea: gitea{}, GitLab: gitlab{}}[e.Kind], api.name, e.Kind == GitHub
+	p.route, p.Route, p.Signing = map[Kind]route{GitHub: githubGraphQL{}, Gitea: gitea{}, GitLab: gitlab{}}[e.Kind], api.name, signings[e.Kind]
 	switch {
 	case len(list) == 0:
 		return nil, refusal(api.name + " cannot make a commit that changes nothing")
@@ -85,6 +86,13 @@ func (e Endpoint) Plan(ctx context.Context, l Landing) (*Plan, error) {
 		return p, p.refuseLFS(ctx)
 	}
 	return p, nil
+}
+
+// signings are what each forge does about signing the commits its API makes.
+var signings = map[Kind]string{
+	GitHub: "signed by GitHub",
+	Gitea:  "signed by Gitea where its instance signs API commits",
+	GitLab: "not signed: GitLab signs no API commit",
 }
 
 // Land makes the plan's commits on the branch and returns the commit the forge made
