@@ -80,7 +80,8 @@ func TestActionInputsOnlyThroughEnv(t *testing.T) {
 			t.Errorf("step %s: shell %q, want bash", s.ID, s.Shell)
 		}
 	}
-	for _, name := range []string{"args", "stdin", "push", "gather", "gather-no-wait", "gather-land", "gather-key", "timeout", "max-attempts", "install-shim", "push-rebase", "working-directory", "releases-url"} {
+	for _, name := range []string{"args", "stdin", "push", "gather", "gather-no-wait", "gather-land", "gather-key", "api", "forge", "api-token",
+		"timeout", "max-attempts", "install-shim", "push-rebase", "working-directory", "releases-url"} {
 		if _, ok := a.Inputs[name]; !ok {
 			t.Errorf("input %s is missing", name)
 		}
@@ -123,6 +124,7 @@ type actionEnv struct {
 	actionPath string   // GITHUB_ACTION_PATH; default: this checkout
 	pathDirs   []string // PATH before the action
 	env        []string // the rest of the job's environment
+	token      string   // the job's token, github.token
 }
 
 var (
@@ -149,7 +151,8 @@ func runAction(t *testing.T, a actionFile, je actionEnv, inputs map[string]strin
 	res := actionRun{steps: map[string]map[string]string{}, outputs: map[string]string{},
 		took: map[string]time.Duration{}, workspace: je.workspace}
 	githubPath := filepath.Join(je.temp, "github_path")
-	eval := func(s string) string {
+	var eval func(string) string
+	eval = func(s string) string {
 		return expr.ReplaceAllStringFunc(s, func(m string) string {
 			e := strings.TrimSpace(expr.FindStringSubmatch(m)[1])
 			switch parts := strings.Split(e, "."); {
@@ -157,9 +160,11 @@ func runAction(t *testing.T, a actionFile, je actionEnv, inputs map[string]strin
 				if v, ok := inputs[parts[1]]; ok {
 					return v
 				}
-				return a.Inputs[parts[1]].Default
+				return eval(a.Inputs[parts[1]].Default) // a default may be an expression: github.token
 			case len(parts) == 4 && parts[0] == "steps" && parts[2] == "outputs":
 				return res.steps[parts[1]][parts[3]]
+			case e == "github.token":
+				return je.token
 			}
 			t.Fatalf("expression %q is beyond this test's runner", e)
 			return ""
@@ -636,6 +641,8 @@ func TestActionInjection(t *testing.T) {
 				{"push-rebase": v, "install-shim": "true"},
 				{"gather-no-wait": v, "gather": "results", "gather-key": "action-test-gather-key-0123"},
 				{"gather-land": v, "gather-key": "action-test-gather-key-0123"},
+				{"api": v, "push": "origin HEAD:main"},
+				{"forge": v, "api": "true", "push": "origin HEAD:main"},
 				{"version": v},
 				// One argument a line: the -m reason is the text, verbatim.
 				{"args": "-m\n" + strings.TrimRight(v, "\n") + "\nrefs/heads/msg" + fmt.Sprint(i) + "\n" + r.Commit},

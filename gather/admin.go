@@ -136,7 +136,7 @@ func (u *run) landerHolds(ctx context.Context, st state, leaseSince time.Time, m
 		return u.takeLease(ctx, "", marker)
 	case u.since(leaseSince) > u.leaseTimeout():
 		u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), u.leaseTimeout())
-		return u.takeLease(ctx, st.lease, marker)
+		return u.takeOver(ctx, st.lease, marker)
 	}
 	return false
 }

@@ -1,7 +1,7 @@
 package gather
 
 import (
-	"strings"
+	"errors"
 
 	"github.com/refretry/refretry/push"
 )
@@ -24,49 +24,15 @@ type ArgsError struct {
 	Arg string
 }
 
-func (e *ArgsError) Error() string {
-	if e.Arg == "" {
-		return "takes <remote> [<src>:]<branch>, one branch"
-	}
-	return e.Arg + " is not [<src>:]<branch>"
-}
+func (e *ArgsError) Error() string { return (&push.TargetError{Arg: e.Arg}).Error() }
 
-// readArgs reads git push arguments as Run takes them: options anywhere before "--"
-// (with the value of one that takes the next argument, as git push reads it:
-// push.TakesNextArg), and two operands, <remote> and [+][<src>:]<branch> (<src>
-// HEAD when not given; a branch named in full is under refs/heads/).
+// readArgs reads git push arguments as Run takes them (push.ReadTarget).
 func readArgs(args []string) (target, error) {
-	var t target
-	var operands []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			operands = append(operands, args[i+1:]...)
-			i = len(args)
-		case strings.HasPrefix(a, "-") && a != "-":
-			t.options = append(t.options, a)
-			if push.TakesNextArg(a) && i+1 < len(args) {
-				i++
-				t.options = append(t.options, args[i])
-			}
-		default:
-			operands = append(operands, a)
-		}
+	t, err := push.ReadTarget(args)
+	if te := (*push.TargetError)(nil); errors.As(err, &te) {
+		return target{}, &ArgsError{Arg: te.Arg}
 	}
-	if len(operands) != 2 {
-		return target{}, &ArgsError{}
-	}
-	t.remote = operands[0]
-	src, branch, ok := strings.Cut(strings.TrimPrefix(operands[1], "+"), ":")
-	if !ok {
-		src, branch = "HEAD", src
-	}
-	if src == "" || branch == "" || strings.HasPrefix(branch, "refs/") && !strings.HasPrefix(branch, "refs/heads/") {
-		return target{}, &ArgsError{Arg: operands[1]}
-	}
-	t.source, t.branch = src, strings.TrimPrefix(branch, "refs/heads/")
-	return t, nil
+	return target{options: t.Options, remote: t.Remote, source: t.Source, branch: t.Branch}, err
 }
 
 // plainPush is the arguments of a git push that lands the source on the branch

@@ -62,6 +62,15 @@
 // of it and lets the lease go. A wave the remote refuses for its signatures ends the
 // gatherer's run, without a smaller wave.
 //
+// Through a forge's API (Runner.API): the gatherer lands each wave with one commit the
+// forge makes (its tree the replayed wave's, a Refretry-Gather trailer for each staged
+// commit it lands), instead of pushing the branch. It first moves the lease to that
+// commit (sending its objects, and recording the wave in flight), then has the forge
+// make it, then deletes the wave's staged refs and moves the lease to the branch's new
+// head. A gatherer that takes over a lease left at a wave in flight reads the branch's
+// trailers since that wave's parent, and deletes the staged refs of the ids found there
+// without landing them again.
+//
 // A job whose commits are several is staged as one commit (the tree of its last
 // commit on the remote tip it started from, with the last commit's author and
 // message). A job's commit already on the branch lands at once.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/failure"
+	"github.com/refretry/refretry/forge"
+	"github.com/refretry/refretry/internal/apicommit"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/realtime"
@@ -82,6 +84,13 @@ type Runner struct {
 	// age rules (MaxAge, a note on an old one) compare with Clock's.
 	Clock retry.Clock
 	Rand  func() float64
+
+	// API, when set, has a gatherer land each wave through the forge's API (package
+	// forge's API says which forge, where and with what token) instead of pushing
+	// the branch: one commit a wave, made by the forge (api.go says how a wave's
+	// commit is recorded on the remote first, so that nothing lands twice). The
+	// staging pushes, the lease and the looks are as always.
+	API *forge.API
 }
 
 // Result is what a Run did.
@@ -100,6 +109,7 @@ type Result struct {
 	Gathered int    // commits this job's own gathers landed, its own included
 	Waves    int    // gathers this job ran that landed something
 	Pushes   int    // pushes this job made (staging, leases, gathers)
+	Landings int    // through an API: the wave commits this job asked the forge to make
 	// Refused are the staged ids its gathers saw and did not land because they did
 	// not verify against the Key (they stay staged), in the order it saw them.
 	Refused []string
@@ -190,16 +200,18 @@ type run struct {
 	moved       time.Time // when the budget last started: at start, and at each progress
 	res         Result
 	lastPush    gitexec.Captured
-	pushTook    time.Duration   // how long the last push took: the staging push, then each wave's
-	lastWave    time.Duration   // how long the last wave took, from its look to its push's end
-	lookTook    time.Duration   // how long the last look took
-	landing     bool            // the run is Land's
-	fetched     bool            // it fetched into refs/refretry/fetched/ (cleanup)
-	errOut      io.Writer       // the run's stderr (nil: discarded)
-	perWave     int             // staged commits a gather takes (halved when a remote refuses as many)
-	shallow     bool            // the repository is a shallow clone
-	boundary    []string        // its shallow boundary commits
-	untrusted   map[string]bool // staged ids that did not verify, each named once
+	pushTook    time.Duration       // how long the last push took: the staging push, then each wave's
+	lastWave    time.Duration       // how long the last wave took, from its look to its push's end
+	lookTook    time.Duration       // how long the last look took
+	landing     bool                // the run is Land's
+	fetched     bool                // it fetched into refs/refretry/fetched/ (cleanup)
+	errOut      io.Writer           // the run's stderr (nil: discarded)
+	perWave     int                 // staged commits a gather takes (halved when a remote refuses as many)
+	shallow     bool                // the repository is a shallow clone
+	boundary    []string            // its shallow boundary commits
+	untrusted   map[string]bool     // staged ids that did not verify, each named once
+	ep          *apicommit.Endpoint // the forge's API, when waves land through it (api.go)
+	inflight    string              // through an API: a wave commit that may have landed (api.go)
 	err         error
 }
 
@@ -244,6 +256,9 @@ func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, e
 		return u.res, err
 	}
 	if err := u.checkSigning(ctx, commit, info); err != nil {
+		return u.res, err
+	}
+	if err := u.checkAPI(ctx, commit); err != nil {
 		return u.res, err
 	}
 	began := u.clock.Now()
@@ -306,6 +321,9 @@ func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) *run {
 		return u
 	}
 	u.shallow, u.boundary = u.shallowness(ctx)
+	if r.API != nil {
+		u.err = u.apiSetup(ctx)
+	}
 	return u
 }
 
@@ -549,16 +567,16 @@ func (u *run) takeLease(ctx context.Context, old, value string) bool {
 }
 
 // fetch fetches refs of the remote into refretry's own local namespace (depth: that
-// many commits of each, 0 for all the history the negotiation brings) and returns
-// their values, in order.
-func (u *run) fetch(ctx context.Context, refs []string, depth int) ([]string, error) {
+// many commits of each, 0 for all the history the negotiation brings; extra: more
+// options, such as --deepen) and returns their values, in order.
+func (u *run) fetch(ctx context.Context, refs []string, depth int, extra ...string) ([]string, error) {
 	u.fetched = true
 	// No maintenance: it would run after every wave, in the jobs' time.
 	args := []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-auto-maintenance"}
 	if depth > 0 {
 		args = append(args, fmt.Sprintf("--depth=%d", depth))
 	}
-	args = append(args, u.t.remote)
+	args = append(append(args, extra...), u.t.remote)
 	locals := make([]string, len(refs))
 	for i, ref := range refs {
 		locals[i] = "refs/refretry/fetched/" + strings.TrimPrefix(ref, "refs/")

@@ -17,6 +17,9 @@ import (
 // readSigning reads once whether the run's repository signs the commits it writes,
 // and has its notes say when a commit is signed only because its original was.
 func (u *run) readSigning(ctx context.Context) error {
+	if u.ep != nil {
+		return nil // through an API, the forge makes (and signs) the commits: apiSetup
+	}
 	sign, err := u.repo.ReadSigning(ctx)
 	if err != nil {
 		return err
@@ -32,7 +35,7 @@ func (u *run) readSigning(ctx context.Context) error {
 // commit of its own first. It returns the run's failure when it cannot: then nothing
 // is staged.
 func (u *run) checkSigning(ctx context.Context, commit string, info replay.Commit) error {
-	if !u.repo.Sign.Always && info.Signature == "" {
+	if u.repo.Sign.Never || !u.repo.Sign.Always && info.Signature == "" {
 		return nil
 	}
 	err := u.repo.CheckSigning(ctx)

@@ -142,7 +142,7 @@ func (u *run) mayHold(ctx context.Context, w *waiting, st state, took time.Durat
 	case u.since(w.leaseSince) > w.patience:
 		u.notify("the gather lease %s has not changed for %v: taking it over", replay.Short(st.lease), w.patience)
 		w.patience *= 2
-		return u.takeLease(ctx, st.lease, mine)
+		return u.takeOver(ctx, st.lease, mine)
 	}
 	return false
 }

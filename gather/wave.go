@@ -60,8 +60,14 @@ func (u *run) gatherAll(ctx context.Context, st state, held string) (state, erro
 }
 
 // release lets the lease go, held at value, and removes the forecasts st shows, in one
-// push; when that fails (a forecast changed), the lease alone.
+// push; when that fails (a forecast changed), the lease alone. Through an API, a lease
+// that records a wave in flight (one whose landing is not settled) stays: the job
+// that takes it over reads what of that wave landed (api.go).
 func (u *run) release(ctx context.Context, st state, value string) {
+	if u.inflight != "" && u.inflight == value {
+		u.notify("the lease stays at the wave %s, whose landing is not settled, for the next gatherer to read", replay.Short(value))
+		return
+	}
 	ctx = context.WithoutCancel(ctx)
 	specs := []string{"--force-with-lease=" + u.n.lease() + ":" + value, ":" + u.n.lease()}
 	if ok, _ := u.pushRefs(ctx, append(specs, u.dropForecasts(st)...)); !ok && len(st.etaRefs) > 0 {
@@ -98,6 +104,14 @@ func (u *run) gather(ctx context.Context, ids []string, st state, value string, 
 			return value, nil
 		}
 	}
+	if u.ep != nil {
+		landed, err := u.settle(ctx, w.head)
+		if err != nil {
+			u.notify("reading what of the last wave landed: %v; looking again", err)
+			return value, nil
+		}
+		w.done = landed
+	}
 	if err := u.replayWave(ctx, w); err != nil {
 		if se := (*replay.SignError)(nil); errors.As(err, &se) {
 			return value, se.Failure("nothing of the wave was pushed, and this job lets the lease go")
@@ -105,25 +119,33 @@ func (u *run) gather(ctx context.Context, ids []string, st state, value string, 
 		u.notify("replaying %d staged commits: %v", len(ids), err)
 		return value, nil
 	}
+	if u.ep != nil {
+		return u.landAPI(ctx, w, st, value, began)
+	}
 	next := value
 	if w.tip != w.head {
 		next = w.tip
 	}
-	specs := append(u.waveSpecs(w, value, next), u.forecastSpecs(st, next, began)...)
+	specs := append(u.waveSpecs(w, value, next, true), u.forecastSpecs(st, next, began)...)
 	pushBegan := u.clock.Now()
 	ok, perr := u.pushRefs(ctx, specs)
 	u.pushTook = u.since(pushBegan)
 	if !ok {
 		return value, u.refused(w, perr)
 	}
+	u.waveDone(w, w.tip)
+	return next, nil
+}
+
+// waveDone counts a wave whose push went through, with the branch at tip.
+func (u *run) waveDone(w *wave, tip string) {
 	u.res.Conflicts = append(u.res.Conflicts, w.conflicts...)
 	if len(w.landed) > 0 {
 		u.res.Waves++
 		u.res.Gathered += len(w.landed)
 		u.progress()
-		u.notify("gathered %d staged commits onto %s as %s (%d left to their jobs)", len(w.landed), u.n.branch, replay.Short(w.tip), len(w.conflicts))
+		u.notify("gathered %d staged commits onto %s as %s (%d left to their jobs)", len(w.landed), u.n.branch, replay.Short(tip), len(w.conflicts))
 	}
-	return next, nil
 }
 
 // waiters reports whether jobs may be waiting for the wave of ids: it takes a commit
@@ -181,6 +203,12 @@ type wave struct {
 	tip       string   // the branch's value once the commits are replayed
 	landed    []string // ids whose changes are on tip
 	conflicts []string // ids that could not be replayed, left to their jobs
+	// Through an API: done are ids on the branch already (settle), not replayed;
+	// made are the commits the replay wrote (their staged commits, read), and
+	// madeIDs their ids, for the wave's commit.
+	done    map[string]bool
+	made    []replay.Commit
+	madeIDs []string
 }
 
 // pick takes the oldest staged commits that may land, at most perWave, noting those
@@ -238,6 +266,11 @@ func (u *run) replayWave(ctx context.Context, w *wave) error {
 	staged, parents := infos[1:1+n], infos[1+n:]
 	chain := u.repo.Chain(ctx, w.head, infos[0].Tree)
 	for i, id := range w.ids {
+		if w.done[id] {
+			w.landed = append(w.landed, id)
+			u.notify("%s is on %s already (its wave's gatherer stopped before it cleaned up): it is not landed again", u.n.staged(id), u.n.branch)
+			continue
+		}
 		tree, err := u.replayOne(ctx, chain, w.commits[i], staged[i], parents[i])
 		switch {
 		case err != nil:
@@ -253,6 +286,7 @@ func (u *run) replayWave(ctx context.Context, w *wave) error {
 				return err
 			}
 			w.landed = append(w.landed, id)
+			w.made, w.madeIDs = append(w.made, staged[i]), append(w.madeIDs, id)
 		}
 	}
 	w.tip, err = chain.Finish(ctx)
@@ -274,12 +308,12 @@ func (u *run) replayOne(ctx context.Context, chain *replay.Chain, c string, info
 }
 
 // waveSpecs are the refspecs of the wave's one atomic push, each behind a lease on
-// the value this gather saw: the branch moved to tip, the staged refs deleted (a
-// conflict's commit moved to its conflict ref), and the lease, held at value, moved
-// to next.
-func (u *run) waveSpecs(w *wave, value, next string) []string {
+// the value this gather saw: the branch moved to tip (with branch; through an API the
+// forge moved it), the staged refs deleted (a conflict's commit moved to its conflict
+// ref), and the lease, held at value, moved to next.
+func (u *run) waveSpecs(w *wave, value, next string, branch bool) []string {
 	specs := []string{}
-	if w.tip != w.head {
+	if branch && w.tip != w.head {
 		specs = append(specs, "--force-with-lease="+u.n.head()+":"+w.head, w.tip+":"+u.n.head())
 	}
 	for i, id := range w.ids {

@@ -113,3 +113,65 @@ func ParseArgs(args []string) Args {
 	}
 	return a
 }
+
+// Target is the arguments of a push that lands one source on one branch, as
+// `refretry push --gather` and `refretry push --api` take them: git push's options
+// (each with its value), then <remote> and one [+][<src>:]<branch>.
+type Target struct {
+	Options []string // git push options, each with its value
+	Remote  string   // a name or a URL, as git push takes it
+	Source  string   // a commit, a branch, "HEAD" (when not given)
+	Branch  string   // "main": a branch named in full is under refs/heads/
+}
+
+// TargetError is arguments ReadTarget cannot take.
+type TargetError struct {
+	// Arg is the operand that is not [<src>:]<branch>; "" when the operands are not
+	// two.
+	Arg string
+}
+
+func (e *TargetError) Error() string {
+	if e.Arg == "" {
+		return "takes <remote> [<src>:]<branch>, one branch"
+	}
+	return e.Arg + " is not [<src>:]<branch>"
+}
+
+// ReadTarget reads git push arguments as a Target: options anywhere before "--" (with
+// the value of one that takes the next argument, as git push reads it: TakesNextArg),
+// and two operands, <remote> and [+][<src>:]<branch>. Anything else is a
+// *TargetError.
+func ReadTarget(args []string) (Target, error) {
+	var t Target
+	var operands []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			operands = append(operands, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-") && a != "-":
+			t.Options = append(t.Options, a)
+			if TakesNextArg(a) && i+1 < len(args) {
+				i++
+				t.Options = append(t.Options, args[i])
+			}
+		default:
+			operands = append(operands, a)
+		}
+	}
+	if len(operands) != 2 {
+		return Target{}, &TargetError{}
+	}
+	t.Remote = operands[0]
+	src, branch, ok := strings.Cut(strings.TrimPrefix(operands[1], "+"), ":")
+	if !ok {
+		src, branch = "HEAD", src
+	}
+	if src == "" || branch == "" || strings.HasPrefix(branch, "refs/") && !strings.HasPrefix(branch, "refs/heads/") {
+		return Target{}, &TargetError{Arg: operands[1]}
+	}
+	t.Source, t.Branch = src, strings.TrimPrefix(branch, "refs/heads/")
+	return t, nil
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/refretry/refretry/failure"
@@ -103,7 +102,8 @@ func (r *pushRun) applyCure(ctx context.Context, a *engine.Attempt, args *Args, 
 		return engine.Stop, err
 	}
 	if r.rebase {
-		if err := r.meet(ctx, r.env, *args, url, c.ref.To, src, onto); err != nil {
+		deepen := func(option string) error { return r.fetch(ctx, r.env, *args, url, c.ref.To, option) }
+		if err := r.repo().Meet(ctx, src, onto, deepen); err != nil {
 			return engine.Stop, err
 		}
 		tip, err := repo.Line(ctx, src, onto)
@@ -199,39 +199,6 @@ func (r *pushRun) fetch(ctx context.Context, env []string, args Args, url, ref s
 	return nil
 }
 
-// meet deepens a shallow repository's history of onto, the remote's tip of ref, until
-// it meets src's. A depth-1 checkout, or a tool's own `git fetch --depth=1` (as
-// git-auto-commit-action runs), leaves the tip without its parents, and then nothing
-// tells the job's commits from the ones the remote had: the replay would take the
-// job's base for one of its own. Each round fetches ref again with --deepen, 8
-// commits below the shallow boundary the first time and four times more each next,
-// until src and onto have a merge base, the repository is no longer shallow, or a
-// round brought no commit (the histories are unrelated: the replay then says so).
-func (r *pushRun) meet(ctx context.Context, env []string, args Args, url, ref, src, onto string) error {
-	repo := r.repo()
-	count := func() string { n, _ := repo.Output(ctx, "rev-list", "--count", onto); return n }
-	known := "" // onto's history as counted after the last round ("" before any)
-	for depth := 8; ; depth *= 4 {
-		if _, err := repo.Output(ctx, "merge-base", src, onto); err == nil {
-			return nil
-		}
-		if shallow, _ := repo.Output(ctx, "rev-parse", "--is-shallow-repository"); shallow != "true" {
-			return nil
-		}
-		if known == "" {
-			known = count()
-		}
-		if err := r.fetch(ctx, env, args, url, ref, "--deepen="+strconv.Itoa(depth)); err != nil {
-			return err
-		}
-		after := count()
-		if after == known {
-			return nil
-		}
-		known = after
-	}
-}
-
 // adopt makes the next attempt push tip in place of src, which the push named as
 // s.From: the checked-out commit (HEAD, or the checked-out branch) moves to tip with
 // the index and work tree (`git reset --keep`, which keeps uncommitted changes or
@@ -243,23 +210,9 @@ func (r *pushRun) adopt(ctx context.Context, a *engine.Attempt, args *Args, s Re
 	if tip == onto {
 		how = "found every commit already on"
 	}
-	branch, _ := r.output(ctx, r.Env, "symbolic-ref", "-q", "HEAD")
-	full := r.fullRef(ctx, s.From)
-	switch {
-	case s.From == "HEAD" || (branch != "" && full == branch):
-		if r.repo().RevParse(ctx, "HEAD") == src && r.resetKeep(ctx, tip) {
-			name := "HEAD"
-			if branch != "" {
-				name = branch
-			}
-			a.Note("rebase", fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(name), replay.Short(onto)))
-			return nil
-		}
-	case strings.HasPrefix(full, "refs/heads/"):
-		if r.command(ctx, r.Env, "update-ref", "-m", "refretry push --rebase", full, tip, src).Run() == nil {
-			a.Note("rebase", fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(full), replay.Short(onto)))
-			return nil
-		}
+	if moved := r.repo().Adopt(ctx, s.From, src, tip, "refretry push --rebase"); moved != "" {
+		a.Note("rebase", fmt.Sprintf("%s %s onto the remote tip %s", how, shortRef(moved), replay.Short(onto)))
+		return nil
 	}
 	if !args.replaceSource(s, tip) {
 		return rebaseFailure(&RebaseError{From: s.From, Onto: onto, Orig: src,
@@ -268,29 +221,6 @@ func (r *pushRun) adopt(ctx context.Context, a *engine.Attempt, args *Args, s Re
 	a.Note("rebase", fmt.Sprintf("%s %s onto the remote tip %s as %s; pushing that commit, %s stays at %s",
 		how, shortRef(s.From), replay.Short(onto), replay.Short(tip), shortRef(s.From), replay.Short(src)))
 	return nil
-}
-
-// resetKeep moves HEAD (the branch it is on, or HEAD itself when detached) to tip with
-// the index and the work tree, keeping uncommitted changes; false when git refuses
-// (a change in a file that differs between the two) and nothing moved.
-func (p *Runner) resetKeep(ctx context.Context, tip string) bool {
-	cmd := p.command(ctx, p.Env, "reset", "-q", "--keep", tip)
-	var out gitexec.Capped
-	cmd.Stdout, cmd.Stderr = &out, &out
-	return cmd.Run() == nil
-}
-
-// fullRef is the full name of rev when it names a ref ("main" → "refs/heads/main"),
-// else "".
-func (p *Runner) fullRef(ctx context.Context, rev string) string {
-	if strings.HasPrefix(rev, "refs/") {
-		return rev
-	}
-	full, err := p.output(ctx, p.Env, "rev-parse", "--symbolic-full-name", rev)
-	if err != nil || !strings.HasPrefix(full, "refs/") || strings.Contains(full, "\n") {
-		return ""
-	}
-	return full
 }
 
 // replaceSource rewrites the refspec among the arguments that pushed s (its source as

@@ -117,7 +117,7 @@ func (g *regeneration) fail(reason string, out []byte) error {
 func (g *regeneration) check(ctx context.Context) error {
 	p, from := g.p, g.s.From
 	branch, _ := p.output(ctx, p.Env, "symbolic-ref", "-q", "HEAD")
-	full := p.fullRef(ctx, from)
+	full := p.repo().FullRef(ctx, from)
 	g.byName = from != "HEAD" && full == ""
 	if p.repo().RevParse(ctx, "HEAD") != g.src || (from != "HEAD" && full != branch && !g.byName) {
 		return g.fail("--regenerate: "+shortRef(from)+" is not the checked-out commit, whose work tree the command would rewrite", nil)

@@ -163,7 +163,7 @@ if ! $stress; then
 	exit 0
 fi
 
-# A real forge, Gitea 1.26, for internal/harness/gitea and push's forge tests (built once
+# A real forge, Gitea 1.26, for internal/harness/gitea and push's and forge's tests (built once
 # per machine, about ten minutes cold on two cores, then cached like git).
 step "Gitea for the forge tests (scripts/gitea.sh build)"
 REFRETRY_GITEA=$(scripts/gitea.sh build)
@@ -187,7 +187,7 @@ done
 
 step "go test -race: the forge tests against Gitea (skipped in tiers 1 and 2)"
 go test -race -count=1 ./internal/harness/gitea
-go test -race -count=1 -run '^TestGitea' ./push
+go test -race -count=1 -run '^TestGitea' ./push ./forge
 
 step "fuzz the parsers (bounded)"
 fuzz ./transaction FuzzReader 400000x

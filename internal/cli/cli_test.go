@@ -172,7 +172,7 @@ func TestOptionTable(t *testing.T) {
 	t.Parallel()
 	for _, o := range optionTable() {
 		if o.cmd == "push" {
-			if o.envVar != "" || o.config != "" || o.short != "" || o.form != "push" && o.form != "gather" {
+			if o.envVar != "" || o.config != "" || o.short != "" || o.form != "push" && o.form != "gather" && o.form != "api" {
 				t.Errorf("%s: push's options are spelled long, have no environment variable or git config key, and name their form", o.name)
 			}
 			if !o.isBool {
@@ -230,7 +230,7 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// TestUsage: --help opens with refretry's forms, push's two with every option
+// TestUsage: --help opens with refretry's forms, push's three with every option
 // PushOptions declares, in its order.
 func TestUsage(t *testing.T) {
 	t.Parallel()
@@ -239,6 +239,7 @@ func TestUsage(t *testing.T) {
        refretry [options] update-ref <git update-ref arguments>
        refretry [options] push [--no-atomic] [--rebase] [--regenerate COMMAND] <git push arguments>
        refretry [options] push --gather [--gather-max N] [--gather-lease DURATION] [--gather-key-file FILE] [--gather-max-age DURATION] [--no-wait] <remote> [<src>:]<branch>
+       refretry [options] push --api [--forge FORGE] <remote> [<src>:]<branch>
        refretry [options] gather list|land|discard [--key-file FILE] <remote> <branch> [<id>...]
        refretry [options] fetch <git fetch arguments>
        refretry version

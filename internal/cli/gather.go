@@ -38,6 +38,7 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	g := &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
 		MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Settings: in.settings, Key: key, MaxAge: c.GatherMaxAge, NoWait: c.NoWait,
+		API:       gatherAPI(c.API, c.Forge),
 		Note:      func(kind, msg string) { warn(); lg.Note(kind, msg) },
 		OnAttempt: func(a retry.Attempt) { warn(); lg.Attempt(a) },
 	}
@@ -191,6 +192,8 @@ func (c *GatherListCmd) Run(in *invocation) error {
 type GatherLandCmd struct {
 	gatherTarget
 	Accept []string `name:"accept" help:"Land this staged id although it does not verify against the gather key (a human's decision; repeatable)." placeholder:"ID"`
+	API    bool     `name:"api" help:"Land each wave through the forge's API, as push --gather --api does (docs/push.md#api-commits)."`
+	Forge  string   `name:"forge" help:"With --api: github, gitea or gitlab (found from the CI's environment, else the remote's host, when not given)." placeholder:"FORGE" enum:",github,gitea,gitlab" default:""`
 }
 
 // Run gathers until nothing is staged.
@@ -199,7 +202,7 @@ func (c *GatherLandCmd) Run(in *invocation) error {
 	if err != nil {
 		return err
 	}
-	r.Accept = c.Accept
+	r.Accept, r.API = c.Accept, gatherAPI(c.API, c.Forge)
 	if r.Key == nil {
 		lg.Note("gather", unauthenticated)
 	}

@@ -133,6 +133,7 @@ const usageForms = `Usage: refretry [options] <git update-ref arguments>
        refretry [options] update-ref <git update-ref arguments>
        refretry [options] push{push} <git push arguments>
        refretry [options] push{gather} <remote> [<src>:]<branch>
+       refretry [options] push{api} <remote> [<src>:]<branch>
        refretry [options] gather list|land|discard [--key-file FILE] <remote> <branch> [<id>...]
        refretry [options] fetch <git fetch arguments>
        refretry version

@@ -61,6 +61,8 @@ type PushOptions struct {
 	GatherKeyFile string        `name:"gather-key-file" form:"gather" placeholder:"FILE" help:"Read the gather key (the secret the pipeline's jobs share, docs/security.md) from this file instead of REFRETRY_GATHER_KEY."`
 	GatherMaxAge  time.Duration `name:"gather-max-age" form:"gather" placeholder:"DURATION" help:"With a gather key: how old a staged commit may be and still land (older ones stay staged, named in a note)."`
 	NoWait        bool          `name:"no-wait" form:"gather" help:"Stage the commit and exit 0 without waiting for it to land: for a fan-in, where a later job runs refretry gather land."`
+	API           bool          `name:"api" form:"api" help:"Land the commits through the forge's API instead of git push, so that the forge makes them (on GitHub, with the job's App token, signed and Verified): <remote> [<src>:]<branch>, replayed onto the branch as --rebase does; with --gather, the gatherer lands each wave that way (docs/push.md#api-commits). The token comes from REFRETRY_API_TOKEN, else GITHUB_TOKEN, GITEA_TOKEN or CI_JOB_TOKEN."`
+	Forge         string        `name:"forge" form:"api" placeholder:"FORGE" help:"With --api: github, gitea or gitlab (found from the CI's environment, else the remote's host, when not given)."`
 }
 
 // defaults are the values no flag, environment variable or git config sets: the

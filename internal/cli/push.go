@@ -106,7 +106,13 @@ func (c *PushCmd) Run(in *invocation) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkAPI(); err != nil {
+		return err
+	}
 	lg := in.log("push")
+	if c.API && !c.Gather {
+		return c.runAPI(in, lg, rest)
+	}
 	if c.Gather {
 		return c.runGather(in, lg, rest)
 	}

@@ -70,8 +70,8 @@ func TestPushDocUsage(t *testing.T) {
 			t.Errorf("docs/push.md lacks the usage line\n%s", l)
 		}
 	}
-	if n != 2 {
-		t.Errorf("the usage has %d push lines, want 2:\n%s", n, usage())
+	if n != 3 {
+		t.Errorf("the usage has %d push lines, want 3:\n%s", n, usage())
 	}
 }
 

@@ -88,7 +88,7 @@ func (c *Chain) Add(ctx context.Context, info Commit, tree string, keep Keep) er
 	if c.r.Sign != nil {
 		sign = *c.r.Sign
 	}
-	if sign.Always || info.Signature != "" || !keep.Committer {
+	if sign.signs(info.Signature) || !keep.Committer {
 		// Signed (the program signs what git writes), or dated now: git writes it.
 		if err := c.flush(ctx); err != nil {
 			return err

@@ -279,7 +279,7 @@ func (r Repo) CommitTree(ctx context.Context, c Commit, tree, parent string, kee
 	if err != nil {
 		return "", err
 	}
-	signed := sign.Always || c.Signature != ""
+	signed := sign.signs(c.Signature)
 	env := identEnv(r.Env, "AUTHOR", c.Author, true)
 	switch {
 	case keepCommitter:

@@ -20,7 +20,15 @@ import (
 // written and the error is a *SignError.
 type Signing struct {
 	Always bool // commit.gpgSign is true
+	// Never signs nothing, whatever the original carried: the commits are drafts
+	// whose trees and messages a forge's API commits again (push --api), and a
+	// signature on them would only ask the job for a key it need not have.
+	Never bool
 }
+
+// signs reports whether a commit written from one that carries signature (its kind,
+// "" for none) is signed.
+func (s Signing) signs(signature string) bool { return !s.Never && (s.Always || signature != "") }
 
 // ReadSigning reads commit.gpgSign as git commit reads it (every config file, -c and
 // GIT_CONFIG_* included).

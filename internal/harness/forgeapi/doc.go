@@ -41,9 +41,11 @@
 //   - GitLab at APIURL (/api/v4): POST /projects/:id/repository/commits with
 //     actions create, update, delete, move and chmod (content, encoding base64,
 //     previous_path, execute_filemode, last_commit_id; start_branch or start_sha for
-//     a new branch; author_name, author_email), and GET
-//     /projects/:id/repository/branches/:branch; :id is ProjectID or the URL-encoded
-//     path. There is no compare-and-swap on the branch: a commit is made on the
+//     a new branch; author_name, author_email), GET
+//     /projects/:id/repository/branches/:branch, and GET or HEAD
+//     /projects/:id/repository/files/:file_path?ref= (the last commit that changed
+//     the file, also as X-Gitlab-Last-Commit-Id); :id is ProjectID or the
+//     URL-encoded path. There is no compare-and-swap on the branch: a commit is made on the
 //     branch as it is when the request is served, whatever the client read
 //     (parent_ids says which). last_commit_id is checked for update, move and delete
 //     against the last commit that changed the file ("The file has changed since

@@ -22,6 +22,7 @@ func (s *Server) gitlabRoutes() http.Handler {
 	return s.serveMux([]route{
 		{"POST " + project + "commits", GitLabCreateCommit, s.gitlabCommit},
 		{"GET " + project + "branches/{branch...}", GitLabGetBranch, s.gitlabBranch},
+		{"GET " + project + "files/{path...}", GitLabGetFile, s.gitlabFile},
 	}, s.gitlabAuth, s.gitlabProject, func(w http.ResponseWriter, r *http.Request) {
 		gitlabError(w, http.StatusNotFound, "404 Not Found")
 	})
@@ -83,6 +84,33 @@ func (s *Server) gitlabBranch(w http.ResponseWriter, r *http.Request, _ Token) {
 		"developers_can_push": false, "developers_can_merge": false, "can_push": !s.gitlabProtected(name),
 		"web_url": s.git.BaseURL() + "/" + s.opts.Repo + "/-/tree/" + name,
 	})
+}
+
+// gitlabFile answers GET (and HEAD) .../repository/files/:file_path?ref=: the file's
+// blob, and the last commit that changed it as of ref, in the body and in GitLab's
+// X-Gitlab-* headers (what a client reads with HEAD).
+func (s *Server) gitlabFile(w http.ResponseWriter, r *http.Request, _ Token) {
+	path, ref := r.PathValue("path"), r.URL.Query().Get("ref")
+	commit := ref
+	if s.repo.objectType(ref) != "commit" {
+		commit, _ = s.repo.resolve("refs/heads/" + ref)
+	}
+	var blob, last string
+	if commit != "" {
+		blob, _ = s.repo.run(nil, nil, "rev-parse", "--verify", "-q", commit+":"+path)
+		last, _ = s.repo.lastChange(commit, path)
+	}
+	blob, last = strings.TrimSpace(blob), strings.TrimSpace(last)
+	if blob == "" || last == "" {
+		gitlabError(w, http.StatusNotFound, "404 File Not Found")
+		return
+	}
+	w.Header().Set("X-Gitlab-File-Path", path)
+	w.Header().Set("X-Gitlab-Ref", ref)
+	w.Header().Set("X-Gitlab-Blob-Id", blob)
+	w.Header().Set("X-Gitlab-Commit-Id", commit)
+	w.Header().Set("X-Gitlab-Last-Commit-Id", last)
+	writeJSON(w, http.StatusOK, map[string]any{"file_path": path, "ref": ref, "blob_id": blob, "commit_id": commit, "last_commit_id": last})
 }
 
 func (s *Server) gitlabProtected(branch string) bool {

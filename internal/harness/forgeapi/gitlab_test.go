@@ -228,3 +228,28 @@ func TestGitLabConcurrent(t *testing.T) {
 		t.Errorf("%d of %d updates of one file landed", landed, n)
 	}
 }
+
+// TestGitLabFile: GET and HEAD of a file name the last commit that changed it as of
+// ref (a branch or a commit), in the body and in X-Gitlab-Last-Commit-Id; a missing
+// file is 404.
+func TestGitLabFile(t *testing.T) {
+	t.Parallel()
+	s := forgeapi.StartGitLab(t, forgeapi.Options{})
+	initial := s.Head("main")
+	if _, err := s.Land("main", "other.txt", "x\n"); err != nil {
+		t.Fatal(err)
+	}
+	gl := gitlab(t, s, "PRIVATE-TOKEN", forgeapi.GitLabToken)
+	for _, method := range []string{"GET", "HEAD"} {
+		r := gl.do(method, "/projects/1/repository/files/README.md?ref=main", nil)
+		if r.status != 200 || r.header.Get("X-Gitlab-Last-Commit-Id") != initial {
+			t.Errorf("%s README.md: %d %v %s, want last commit %s", method, r.status, r.header, r.body, initial)
+		}
+	}
+	if r := gl.do("GET", "/projects/acme%2Fwidgets/repository/files/dir%2Fnone.txt?ref="+initial, nil); r.status != 404 {
+		t.Errorf("a missing file: %d %s", r.status, r.body)
+	}
+	if n := s.Count(forgeapi.GitLabGetFile); n != 3 {
+		t.Errorf("%d requests counted as %s, want 3", n, forgeapi.GitLabGetFile)
+	}
+}

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/forgeapi"
@@ -103,22 +101,7 @@ func tip(s *forgeapi.Server, branch string) (head, tree string) {
 
 // race runs send(0) to send(n-1) at once, each on a goroutine of its own released
 // together, and returns their replies in order.
-func race(n int, send func(i int) reply) []reply {
-	replies := make([]reply, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range replies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			replies[i] = send(i)
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return replies
-}
+func race(n int, send func(i int) reply) []reply { return testutil.Together(n, send) }
 
 // get is the value at keys (object keys, or list indexes as ints) in r's JSON, nil
 // when there is none.
@@ -197,24 +180,7 @@ func (w *work) try(args ...string) (string, error) {
 // executable) and symbolic links (path to target), and commits the work tree.
 func (w *work) commitAll(msg string, files, links map[string]string) {
 	w.t.Helper()
-	for path, content := range files {
-		p := filepath.Join(w.dir, path)
-		mode := os.FileMode(0o644)
-		if strings.HasPrefix(content, "#!") {
-			mode = 0o755
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			w.t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			w.t.Fatal(err)
-		}
-	}
-	for path, target := range links {
-		if err := os.Symlink(target, filepath.Join(w.dir, path)); err != nil {
-			w.t.Fatal(err)
-		}
-	}
+	testutil.WriteFiles(w.t, w.dir, files, links)
 	w.run("add", "-A")
 	w.run("commit", "-q", "-m", msg)
 }

@@ -29,6 +29,7 @@ const (
 	GitHubGraphQLQuery   Kind = "github.graphql-query"
 	GitLabCreateCommit   Kind = "gitlab.create-commit" // POST /api/v4/projects/:id/repository/commits
 	GitLabGetBranch      Kind = "gitlab.get-branch"    // GET /api/v4/projects/:id/repository/branches/:branch
+	GitLabGetFile        Kind = "gitlab.get-file"      // GET or HEAD /api/v4/projects/:id/repository/files/:file_path
 	// Unknown is a request for anything else (answered 404).
 	Unknown Kind = "unknown"
 )

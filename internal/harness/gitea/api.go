@@ -25,6 +25,11 @@ func (e *APIError) Error() string {
 // A status other than 2xx is an *APIError; out, when not nil, receives the JSON
 // answer.
 func (i *Instance) API(method, path string, in, out any) error {
+	return i.apiAs(i.User, i.Password, method, path, in, out)
+}
+
+// apiAs is API with user's credentials.
+func (i *Instance) apiAs(user, password, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -37,7 +42,7 @@ func (i *Instance) API(method, path string, in, out any) error {
 	if err != nil {
 		return fmt.Errorf("gitea: %s %s: %w", method, path, err)
 	}
-	req.SetBasicAuth(i.User, i.Password)
+	req.SetBasicAuth(user, password)
 	req.Header.Set("Accept", "application/json")
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -93,4 +98,26 @@ func (i *Instance) ServerVersion() (string, error) {
 	}
 	err := i.API(http.MethodGet, "/version", nil, &v)
 	return v.Version, err
+}
+
+// Bot makes a user who is not an admin, name, with write access to the admin's
+// repository repo, and returns a token of theirs with scopes (e.g.
+// "write:repository"): what a CI job's bot account holds. Gitea withholds the message
+// of a 500 from such a user.
+func (i *Instance) Bot(name, repo string, scopes ...string) (token string, err error) {
+	password := "bot-password-" + name
+	if err := i.API(http.MethodPost, "/admin/users", map[string]any{
+		"username": name, "email": name + "@example.invalid", "password": password, "must_change_password": false,
+	}, nil); err != nil {
+		return "", err
+	}
+	if err := i.API(http.MethodPut, "/repos/"+url.PathEscape(i.User)+"/"+url.PathEscape(repo)+"/collaborators/"+url.PathEscape(name),
+		map[string]any{"permission": "write"}, nil); err != nil {
+		return "", err
+	}
+	var t struct {
+		SHA1 string `json:"sha1"`
+	}
+	err = i.apiAs(name, password, http.MethodPost, "/users/"+url.PathEscape(name)+"/tokens", map[string]any{"name": "ci", "scopes": scopes}, &t)
+	return t.SHA1, err
 }

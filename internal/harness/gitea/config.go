@@ -5,8 +5,33 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 )
+
+// writeOptions writes what opts asks of the instance beyond the defaults: signing the
+// commits its API makes with opts.SigningKey, and opts.GitConfig for its git.
+func writeOptions(p func(string, ...any), opts Options) {
+	if opts.SigningKey != "" {
+		p("\n[repository.signing]")
+		p("SIGNING_KEY = %s", opts.SigningKey)
+		p("SIGNING_FORMAT = ssh")
+		p("SIGNING_NAME = Gitea")
+		p("SIGNING_EMAIL = gitea@example.invalid")
+		p("CRUD_ACTIONS = always")
+	}
+	if len(opts.GitConfig) > 0 {
+		p("\n[git.config]")
+		keys := make([]string, 0, len(opts.GitConfig))
+		for k := range opts.GitConfig {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p("%s = %s", k, opts.GitConfig[k])
+		}
+	}
+}
 
 // quietCron are the cron tasks Gitea 1.26 enables by default (with Actions off): all
 // turned off, so nothing runs in the background of a test. ([cron] ENABLED, which
@@ -18,8 +43,10 @@ var quietCron = []string{
 }
 
 // appINI is the configuration of an instance in dir, serving HTTP on the Unix socket
-// at socket, reached by clients at rootURL, running the git at git.
-func appINI(dir, git, socket, rootURL string) string {
+// at socket, reached by clients at rootURL, running the git at git, signing its API's
+// commits with the SSH key opts.SigningKey when that is not empty, with opts.GitConfig
+// in the git config it runs git with.
+func appINI(dir, git, socket, rootURL string, opts Options) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("APP_NAME = refretry test Gitea")
@@ -57,6 +84,7 @@ func appINI(dir, git, socket, rootURL string) string {
 	p("DEFAULT_BRANCH = main")
 	p("\n[git]")
 	p("PATH = %s", git)
+	writeOptions(p, opts)
 	p("\n[log]")
 	p("MODE = console")
 	p("LEVEL = Info")

@@ -39,7 +39,13 @@
 //     deterministically, on the server. Held POSTs also go on when their client goes
 //     away, when the instance is closed, or after two minutes.
 //   - The API helpers (CreateRepo, ProtectBranch, API) talk to Gitea directly, as the
-//     admin, with basic auth. RepoPath is a repository's bare directory on disk.
+//     admin, with basic auth. RepoPath is a repository's bare directory on disk. Bot
+//     makes a user who is not an admin, a writer of a repository, and a token of
+//     theirs: a CI job's bot account, to whom Gitea answers as it answers users (it
+//     withholds a 500's message from them).
+//   - Options.SigningKey (an SSH private key file) makes the instance sign the
+//     commits its API makes ([repository.signing] CRUD_ACTIONS = always);
+//     Options.GitConfig is git config for the git Gitea runs ([git.config]).
 //   - Close stops Gitea (SIGTERM, a bounded wait, then SIGKILL of its process group)
 //     and the proxy, and removes the directory. It is safe to call more than once.
 //

@@ -294,7 +294,7 @@ func placeholders(s string, inst *Instance, old, winner, own string) string {
 
 func TestAppINI(t *testing.T) {
 	t.Parallel()
-	ini := appINI("/d", "/usr/bin/git", "/d/gitea.sock", "http://127.0.0.1:3002/")
+	ini := appINI("/d", "/usr/bin/git", "/d/gitea.sock", "http://127.0.0.1:3002/", Options{})
 	for _, want := range []string{
 		"WORK_PATH = /d\n", "PROTOCOL = http+unix\n", "HTTP_ADDR = /d/gitea.sock\n", "ROOT_URL = http://127.0.0.1:3002/\n",
 		"DB_TYPE = sqlite3\n", "INSTALL_LOCK = true\n", "DISABLE_SSH = true\n", "OFFLINE_MODE = true\n",

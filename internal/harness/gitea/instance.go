@@ -34,6 +34,14 @@ type Options struct {
 	// web server to answer). Zero means two minutes.
 	StartTimeout time.Duration
 
+	// SigningKey, when set, is an SSH private key file with which the instance signs
+	// the commits its API and web editor make ([repository.signing] CRUD_ACTIONS
+	// always): what an instance configured to sign API commits does.
+	SigningKey string
+	// GitConfig is git config ("gpg.ssh.program", say) for the git Gitea runs: its
+	// app.ini's [git.config].
+	GitConfig map[string]string
+
 	// Latency delays every request through the proxy by a round trip, as a forge
 	// across a network would (see internal/harness/latency); the API helpers and
 	// Gitea's own hooks, which do not go through the proxy, are not delayed.
@@ -143,7 +151,7 @@ func Start(opts Options) (inst *Instance, err error) {
 		}
 	}()
 	i.proxyURL = &url.URL{Scheme: "http", Host: proxyLn.Addr().String(), Path: "/"}
-	if err := os.WriteFile(i.ini, []byte(appINI(dir, git, socket, i.proxyURL.String())), 0o600); err != nil {
+	if err := os.WriteFile(i.ini, []byte(appINI(dir, git, socket, i.proxyURL.String(), opts)), 0o600); err != nil {
 		return nil, fmt.Errorf("gitea: %w", err)
 	}
 	if err := i.run(opts.StartTimeout, "migrate"); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/refretry/refretry/internal/harness/forgeapi"
 	"github.com/refretry/refretry/internal/harness/testutil"
 )
 
@@ -472,5 +473,51 @@ func TestGitLabComponentFanIn(t *testing.T) {
 	}
 	if left := r.Run("ls-remote", "origin", "refs/refretry/*"); left != "" {
 		t.Errorf("left on the remote: %s", left)
+	}
+}
+
+// TestGitLabComponentAPI runs the component's job with api against the fake GitLab,
+// without a release (version source, as TestGitLabComponentFanIn): its push lands
+// through GitLab's commits API with the token of the masked CI/CD variable
+// REFRETRY_API_TOKEN, which the job's output never shows, and the API and project come
+// from GitLab CI's variables. Bad api and forge values stop the job at once.
+func TestGitLabComponentAPI(t *testing.T) {
+	t.Parallel()
+	c := loadComponent(t)
+	s := forgeapi.StartGitLab(t, forgeapi.Options{})
+	r, env := glEnv(t)
+	linkGoCache(t, filepath.Join(r.Dir, goCacheDir))
+	r.Run("remote", "set-url", "origin", s.CloneURL())
+	r.Run("fetch", "-q", "origin", "main")
+	r.Run("checkout", "-q", "--detach", "FETCH_HEAD")
+	if err := os.WriteFile(filepath.Join(r.Dir, "result.txt"), []byte("ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Run("add", "result.txt")
+	r.Run("commit", "-q", "-m", "result of the job")
+	ci := append(slices.Clone(env), "REFRETRY_SOURCE_DIR="+root, "CI_API_V4_URL="+s.APIURL(), "CI_PROJECT_PATH=acme/widgets",
+		"CI_PROJECT_ID=1", "REFRETRY_API_TOKEN="+forgeapi.GitLabToken)
+	out, err := glRun(t, c, map[string]string{"version": "source", "api": "true", "push": "origin HEAD:main"}, ci, r.Dir)
+	if err != nil {
+		t.Fatalf("job: %v\n%s", err, out)
+	}
+	if got := s.Git("log", "-1", "--format=%cn %s", "main"); got != "GitLab User result of the job" {
+		t.Errorf("main's commit: %q, want GitLab's", got)
+	}
+	if strings.Contains(out, forgeapi.GitLabToken) {
+		t.Errorf("the token is in the job's output:\n%s", out)
+	}
+	for _, tc := range []struct {
+		inputs map[string]string
+		fail   string
+	}{
+		{map[string]string{"api": "yes", "push": "origin HEAD:main"}, "refretry: api must be true or false\n"},
+		{map[string]string{"api": "true", "forge": "bitbucket", "push": "origin HEAD:main"}, "refretry: forge must be github, gitea or gitlab\n"},
+		{map[string]string{"forge": "gitlab", "push": "origin HEAD:main"}, "refretry: forge goes with api: true\n"},
+		{map[string]string{"api": "true"}, "refretry: api needs push, gather or gather-land: what to land through the forge's API\n"},
+	} {
+		if out, err := glRun(t, c, tc.inputs, ci, r.Dir); err == nil || !strings.HasPrefix(out, tc.fail) {
+			t.Errorf("%v: %v\n%s\nwant the job to fail at once with %q", tc.inputs, err, out, tc.fail)
+		}
 	}
 }

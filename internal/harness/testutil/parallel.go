@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 )
 
@@ -32,4 +33,23 @@ func RaiseParallel() {
 func Main(m *testing.M) {
 	RaiseParallel()
 	os.Exit(m.Run())
+}
+
+// Together runs f(0) to f(n-1) at once, each on a goroutine of its own released
+// together, and returns their results in order: racing requests, or jobs.
+func Together[T any](n int, f func(i int) T) []T {
+	out := make([]T, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			out[i] = f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out
 }
