@@ -35,7 +35,10 @@ type Listing struct {
 // "refs/heads/main") and its lease from remote (a name or a URL, as git push takes
 // it), with one ls-remote.
 func (r *Runner) List(ctx context.Context, remote, branch string) (Listing, error) {
-	u := r.newRun(ctx, target{remote: remote, branch: branch}, nil)
+	u, err := r.newRun(ctx, target{remote: remote, branch: branch}, nil)
+	if err != nil {
+		return Listing{}, err
+	}
 	st, err := u.look(ctx)
 	if err != nil {
 		return Listing{}, err
@@ -70,47 +73,40 @@ func (r *Runner) List(ctx context.Context, remote, branch string) (Listing, erro
 // Commits that conflict are left in the conflict namespace. git's output reaches
 // stderr (nil discards it) only when a push fails for good.
 func (r *Runner) Land(ctx context.Context, remote, branch string, stderr io.Writer) (Result, error) {
-	u := r.newRun(ctx, target{remote: remote, branch: branch}, stderr)
-	u.landing = true
-	defer u.cleanup()
-	if u.err != nil { // a policy that cannot work, a git that cannot replay
-		return u.res, u.err
+	u, err := r.newRun(ctx, target{remote: remote, branch: branch}, stderr)
+	if err == nil {
+		err = u.replaying(ctx) // a policy that cannot work, a git that cannot replay
 	}
-	if err := u.readSigning(ctx); err != nil {
+	if err != nil {
 		return u.res, err
 	}
+	u.landing = true
+	defer u.cleanup()
 	marker, err := u.leaseMarker(ctx)
 	if err != nil {
 		return u.res, err
 	}
 	var leaseSeen string
 	var leaseSince time.Time
-	for {
-		st, err := u.look(ctx)
-		if err == nil {
-			if len(u.landable(st)) == 0 { // what does not verify stays staged
-				if st.lease == marker {
-					u.takeLease(ctx, marker, "") // nothing left: let it go
-				}
-				return u.res, u.leftConflicts()
+	err = u.poll(ctx, 0, func(st state, _ time.Duration) (time.Duration, bool, error) {
+		if len(u.landable(st)) == 0 { // what does not verify stays staged
+			if st.lease == marker {
+				u.takeLease(ctx, marker, "") // nothing left: let it go
 			}
-			if st.lease != leaseSeen || leaseSince.IsZero() {
-				leaseSeen, leaseSince = st.lease, u.clock.Now()
-			}
-			if u.landerHolds(ctx, st, leaseSince, marker) {
-				if _, err := u.gatherAll(ctx, st, marker); err != nil {
-					return u.res, err
-				}
-				continue
-			}
+			return 0, true, u.leftConflicts()
 		}
-		if u.left() <= 0 {
-			return u.res, fmt.Errorf("staged commits are left after %v: the budget ended", u.since(u.start).Round(time.Millisecond))
+		if st.lease != leaseSeen || leaseSince.IsZero() {
+			leaseSeen, leaseSince = st.lease, u.clock.Now()
 		}
-		if err := u.clock.Sleep(ctx, min(u.jitter(pollCap/2), u.left())); err != nil {
-			return u.res, err
+		if !u.landerHolds(ctx, st, leaseSince, marker) {
+			return u.jitter(pollCap / 2), false, nil
 		}
-	}
+		_, err := u.gatherAll(ctx, st, marker)
+		return 0, err != nil, err
+	}, func(reason string) error {
+		return fmt.Errorf("staged commits are left after %v: %s", u.since(u.start).Round(time.Millisecond), reason)
+	})
+	return u.res, err
 }
 
 // leftConflicts is Land's error for the staged commits its gathers moved to the
@@ -165,7 +161,10 @@ func (u *run) leaseMarker(ctx context.Context) (string, error) {
 // too. An id the remote does not have is an error, and nothing is removed. git's
 // output reaches stderr (nil discards it) when the push fails.
 func (r *Runner) Discard(ctx context.Context, remote, branch string, ids []string, stderr io.Writer) error {
-	u := r.newRun(ctx, target{remote: remote, branch: branch}, stderr)
+	u, err := r.newRun(ctx, target{remote: remote, branch: branch}, stderr)
+	if err != nil {
+		return err
+	}
 	st, err := u.look(ctx)
 	if err != nil {
 		return err

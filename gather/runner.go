@@ -212,7 +212,6 @@ type run struct {
 	untrusted   map[string]bool     // staged ids that did not verify, each named once
 	ep          *apicommit.Endpoint // the forge's API, when waves land through it (api.go)
 	inflight    string              // through an API: a wave commit that may have landed (api.go)
-	err         error
 }
 
 // Run lands the commit of one git push through a gather: it stages the commit and
@@ -242,14 +241,14 @@ func (r *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 
 // run is Run once its arguments are read.
 func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, error) {
-	u := r.newRun(ctx, t, stderr)
-	if u.err != nil {
-		return u.res, u.err
+	u, err := r.newRun(ctx, t, stderr)
+	if err == nil {
+		err = u.replaying(ctx)
 	}
-	defer u.cleanup()
-	if err := u.readSigning(ctx); err != nil {
+	if err != nil {
 		return u.res, err
 	}
+	defer u.cleanup()
 	commit, info, done, err := u.prepare(ctx)
 	if err != nil || done {
 		u.res.Landed = done
@@ -291,9 +290,11 @@ func exitCode(err error) int {
 	return 1
 }
 
-// newRun is a run's state for r and t, writing to stderr; its err says why it cannot
-// run (the policy, an old git).
-func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) *run {
+// newRun is a run's state for r and t, writing to stderr, with what every command
+// needs: its names, clock, budget and HTTP settings (one git config, asked once a
+// process). The error says why it cannot run (a key too short, settings that do not
+// work); git is not asked about the repository here (replaying does that).
+func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) (*run, error) {
 	u := &run{Runner: r, t: t, n: newNames(t.branch), clock: r.Clock, random: r.Rand, perWave: r.maxPerWave(), errOut: stderr, untrusted: map[string]bool{}}
 	if u.clock == nil {
 		u.clock = realtime.Clock{}
@@ -303,28 +304,35 @@ func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) *run {
 	}
 	u.start = u.clock.Now()
 	u.moved = u.start
-	if r.Key != nil && len(r.Key) < MinKeyLen {
-		u.err = &KeyError{Len: len(r.Key)}
-		return u
-	}
 	u.repo = replay.Repo{Git: r.git(), Dirs: r.Dirs, Env: r.Env}
-	u.http = httpconf.Look(ctx, r.git(), r.Dirs, r.Env, t.remote, httpconf.Floor{})
-	u.env = u.http.Env(r.Env)
+	if r.Key != nil && len(r.Key) < MinKeyLen {
+		return u, &KeyError{Len: len(r.Key)}
+	}
 	s, err := r.settingsOrDefault()
-	if u.err = err; err != nil {
-		return u
+	if err != nil {
+		return u, err
 	}
 	u.policy, u.progressive, u.ceiling = s.Policy, s.Progressive(), s.Ceiling
+	u.http = httpconf.Look(ctx, r.git(), r.Dirs, r.Env, t.remote, httpconf.Floor{})
+	u.env = u.http.Env(r.Env)
+	return u, nil
+}
+
+// replaying sets up what a run that replays commits (Run, Land) needs of the
+// repository: a git that can replay, whether the clone is shallow, the forge's API
+// when the Runner lands through one, and whether the commits it writes are signed.
+func (u *run) replaying(ctx context.Context) error {
 	if !u.repo.AtLeast(ctx, 2, 40) {
-		u.err = fmt.Errorf("gather needs git 2.40 or later (merge-tree --merge-base); %s is %s",
-			r.git(), gitexec.Version(ctx, r.git(), r.Env))
-		return u
+		return fmt.Errorf("gather needs git 2.40 or later (merge-tree --merge-base); %s is %s",
+			u.git(), gitexec.Version(ctx, u.git(), u.Env))
 	}
 	u.shallow, u.boundary = u.shallowness(ctx)
-	if r.API != nil {
-		u.err = u.apiSetup(ctx)
+	if u.API != nil {
+		if err := u.apiSetup(ctx); err != nil {
+			return err
+		}
 	}
-	return u
+	return u.readSigning(ctx)
 }
 
 // shallowness reports whether the repository is shallow, and its boundary commits

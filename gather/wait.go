@@ -66,20 +66,30 @@ func (u *run) wait(ctx context.Context, staging time.Duration, held bool) error 
 	if held {
 		delay = 0 // it gathers: its first look starts the first wave
 	}
+	return u.poll(ctx, delay, func(st state, took time.Duration) (time.Duration, bool, error) {
+		u.observe(w, st)
+		return u.step(ctx, w, st, took)
+	}, func(reason string) error { return u.notLanded(ctx, reason) })
+}
+
+// poll is the one loop that waits on the remote, on the run's clock: after delay it
+// looks, and step, given the look and how long it took, says how long until the next
+// look, or that the loop is done (with its error); a failed look is tried again after
+// pollErr. When the budget or ctx ends first, the loop ends with ended's error.
+func (u *run) poll(ctx context.Context, delay time.Duration, step func(st state, took time.Duration) (time.Duration, bool, error),
+	ended func(reason string) error) error {
 	var lastErr error
 	for {
 		if reason := u.pause(ctx, delay, lastErr); reason != "" {
-			return u.notLanded(ctx, reason)
+			return ended(reason)
 		}
 		begin := u.clock.Now()
 		st, err := u.look(ctx)
-		took := u.since(begin)
 		if lastErr = err; err != nil {
 			delay = pollErr
 			continue
 		}
-		u.observe(w, st)
-		next, done, err := u.step(ctx, w, st, took)
+		next, done, err := step(st, u.since(begin))
 		if done || err != nil {
 			return err
 		}
