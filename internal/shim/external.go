@@ -94,26 +94,45 @@ func LookExternal(c Call, env []string, realGit, self string) (x External, ok bo
 		len(c.Args) > 0 && c.Args[0] == "--help" {
 		return x, false
 	}
-	getenv := func(k string) string { return gitexec.Getenv(env, k) }
-	shimDir := selfDir(getenv, self)
-	if shimDir == "" {
-		return x, false
-	}
-	paged := true
-	for _, o := range c.Options {
-		if o == "-P" || o == "--no-pager" {
-			paged = false
-		}
-	}
-	if paged && platform.IsTerminal(os.Stdout) {
+	shimDir := selfDir(func(k string) string { return gitexec.Getenv(env, k) }, self)
+	if shimDir == "" || paged(c.Options) && platform.IsTerminal(os.Stdout) {
 		return x, false
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return x, false
 	}
-	dir := cwd
-	for _, d := range c.Dirs {
+	dir, ok := chdir(cwd, c.Dirs)
+	if !ok {
+		return x, false
+	}
+	env, execPath, ok := optionsEnv(c.Options, env, dir)
+	if !ok {
+		return x, false
+	}
+	prog, path, execPath, ok := locate(realGit, env, dir, execPath, "git-"+name)
+	if !ok {
+		return x, false
+	}
+	env = gitexec.Setenv(env, "GIT_EXEC_PATH", execPath)
+	env = gitexec.Setenv(env, "PATH", shimDir+":"+path)
+	if dir == cwd {
+		dir = "" // no -C moved it: stay where the shim is
+	}
+	return External{Path: prog, Args: append([]string{"git-" + name}, c.Args...), Dir: dir, Env: env}, true
+}
+
+// paged reports whether git may start a pager for the call: no -P or --no-pager among
+// its global options.
+func paged(options []string) bool {
+	return !slices.ContainsFunc(options, func(o string) bool { return o == "-P" || o == "--no-pager" })
+}
+
+// chdir is the directory the -C options dirs lead to from cwd; ok is false when one is
+// not a directory (git prints the error).
+func chdir(cwd string, dirs []string) (dir string, ok bool) {
+	dir = cwd
+	for _, d := range dirs {
 		if d == "" {
 			continue // git ignores an empty -C
 		}
@@ -121,22 +140,28 @@ func LookExternal(c Call, env []string, realGit, self string) (x External, ok bo
 			d = filepath.Join(dir, d)
 		}
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			return x, false
+			return "", false
 		}
 		dir = d
 	}
-	// The environment git builds in handle_options, in the order it reads the options.
+	return dir, true
+}
+
+// optionsEnv is the environment git builds from its global options (handle_options,
+// in the order it reads them), the shim's hand-off variable removed, in the directory
+// dir; and the exec path an --exec-path=<path> names. ok is false for an option whose
+// effect is more than a variable.
+func optionsEnv(options, env []string, dir string) (out []string, execPath string, ok bool) {
 	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, HandoffVar+"=") })
-	execPath := ""
-	for i := 0; i < len(c.Options); i++ {
-		o := c.Options[i]
+	for i := 0; i < len(options); i++ {
+		o := options[i]
 		k, v, glued := strings.Cut(o, "=")
 		flagVar, flagValue := envFlag(o)
 		switch {
 		case envValue(k) != "":
 			if !glued {
 				i++
-				v = c.Options[i]
+				v = options[i]
 			}
 			env = gitexec.Setenv(env, envValue(k), v)
 		case flagVar != "":
@@ -146,7 +171,7 @@ func LookExternal(c Call, env []string, realGit, self string) (x External, ok bo
 			if gitexec.Getenv(env, "GIT_DIR") == "" {
 				real, err := filepath.EvalSymlinks(dir) // getcwd's answer
 				if err != nil {
-					return x, false
+					return nil, "", false
 				}
 				env = gitexec.Setenv(env, "GIT_DIR", real)
 			}
@@ -156,23 +181,26 @@ func LookExternal(c Call, env []string, realGit, self string) (x External, ok bo
 		case o == "--shallow-file":
 			i++ // only git's own process reads it
 		default:
-			return x, false
+			return nil, "", false
 		}
 	}
-	// setup_path: the exec path, exported as GIT_EXEC_PATH and put first on PATH.
+	return env, execPath, true
+}
+
+// locate finds the program file as git's setup_path and locate_in_PATH would: the exec
+// path (execPath, else GIT_EXEC_PATH, else realGit --exec-path) first on PATH. It
+// returns the program, that PATH and the exec path; ok is false when there is none, or
+// it is git itself (a builtin of a newer git, linked into the exec path).
+func locate(realGit string, env []string, dir, execPath, file string) (prog, path, exec string, ok bool) {
 	if execPath == "" {
-		execPath = getenv("GIT_EXEC_PATH")
+		execPath = gitexec.Getenv(env, "GIT_EXEC_PATH")
 	}
 	if execPath == "" {
-		q := exec.Command(realGit, "--exec-path")
-		q.Env, q.Dir = env, dir
-		out, err := q.Output()
-		if err != nil {
-			return x, false
+		if execPath, ok = askExecPath(realGit, env, dir); !ok {
+			return "", "", "", false
 		}
-		execPath = strings.TrimSuffix(string(out), "\n")
 	}
-	path := getenv("PATH")
+	path = gitexec.Getenv(env, "PATH")
 	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
 		path = "/usr/bin:/bin" // git's _PATH_DEFPATH when PATH is unset
 	}
@@ -181,16 +209,22 @@ func LookExternal(c Call, env []string, realGit, self string) (x External, ok bo
 		absExec = filepath.Join(dir, absExec)
 	}
 	path = absExec + ":" + path
-	prog := findDashed(path, dir, "git-"+name)
+	prog = findDashed(path, dir, file)
 	if prog == "" || sameFile(prog, realGit) || sameFile(prog, filepath.Join(absExec, "git")) {
-		return x, false
+		return "", "", "", false
 	}
-	env = gitexec.Setenv(env, "GIT_EXEC_PATH", execPath)
-	env = gitexec.Setenv(env, "PATH", shimDir+":"+path)
-	if dir == cwd {
-		dir = "" // no -C moved it: stay where the shim is
+	return prog, path, execPath, true
+}
+
+// askExecPath is the real git's exec path (git --exec-path), run with env in dir.
+func askExecPath(realGit string, env []string, dir string) (string, bool) {
+	q := exec.Command(realGit, "--exec-path")
+	q.Env, q.Dir = env, dir
+	out, err := q.Output()
+	if err != nil {
+		return "", false
 	}
-	return External{Path: prog, Args: append([]string{"git-" + name}, c.Args...), Dir: dir, Env: env}, true
+	return strings.TrimSuffix(string(out), "\n"), true
 }
 
 // findDashed looks file up in path as git's locate_in_PATH does: every entry in order,
