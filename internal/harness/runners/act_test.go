@@ -114,7 +114,7 @@ func (r actRun) results() map[string]string {
 	res := map[string]string{}
 	for _, e := range r.events {
 		if e.JobResult != "" {
-			res[e.Job] = e.JobResult
+			res[strings.TrimSpace(e.Job)] = e.JobResult // act pads names to the longest
 		}
 	}
 	return res

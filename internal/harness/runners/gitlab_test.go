@@ -521,7 +521,7 @@ func TestGitLabExamples(t *testing.T) {
 				t.Errorf("job checkout %s: git status --porcelain --untracked-files=all:\n%s", dir, status)
 			}
 			log, _ := os.ReadFile(filepath.Join(proj, ".gitlab-ci-local", "builds", dir, ".refretry", "log.jsonl"))
-			shimmed = shimmed || regexp.MustCompile(`"msg":"summary".*"command":"update-ref","result":"success".*"refs":\["refs/heads/nightly"\]`).Match(log)
+			shimmed = shimmed || regexp.MustCompile(`"msg":"summary".*"command":"update-ref","shim":true,"result":"success".*"refs":\["refs/heads/nightly"\]`).Match(log)
 		}
 		if len(checkouts) != 3 || !shimmed {
 			t.Errorf("%d job checkouts, want 3; nightly's git update-ref through the shim logged: %v", len(checkouts), shimmed)
