@@ -95,3 +95,47 @@ func TestParseForecast(t *testing.T) {
 		t.Errorf("parsed %+v, refs %v; want %+v from %s alone", st.eta, st.etaRefs, f, ref)
 	}
 }
+
+// TestObserveProgress: what a waiter's looks count as progress, which starts its
+// budget again: the branch moving, staged commits leaving, the lease changing hands or
+// moving to a next wave, a new forecast; a look that shows the same as the last, or
+// the first look (nothing to compare with), does not.
+func TestObserveProgress(t *testing.T) {
+	t.Parallel()
+	clock := fakegittest.NewClock()
+	u := &run{clock: clock, progressive: true}
+	u.moved = clock.Now()
+	w := &waiting{}
+	base := state{head: "h1", lease: "l1", staged: map[string]string{"a": "c1", "b": "c2"},
+		eta: forecast{at: clock.Now().Add(5 * time.Second), wave: time.Second}}
+	with := func(f func(s *state)) state {
+		s := base
+		s.staged = map[string]string{"a": "c1", "b": "c2"}
+		f(&s)
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		st   state
+		want bool
+	}{
+		{"the first look", base, false},
+		{"the same again", base, false},
+		{"the lease moved to the next wave", with(func(s *state) { s.lease = "l2" }), true},
+		{"the same again", with(func(s *state) { s.lease = "l2" }), false},
+		{"a new forecast", with(func(s *state) { s.lease = "l2"; s.eta.at = s.eta.at.Add(time.Second) }), true},
+		{"the lease let go", with(func(s *state) { s.lease = ""; s.eta.at = s.eta.at.Add(time.Second) }), true},
+		{"a forecast gone", with(func(s *state) { s.lease = ""; s.eta = forecast{} }), false},
+		{"a staged commit left", with(func(s *state) { s.lease = ""; s.eta = forecast{}; delete(s.staged, "b") }), true},
+		{"the branch moved", with(func(s *state) { s.head = "h2"; s.lease = ""; s.eta = forecast{}; delete(s.staged, "b") }), true},
+	} {
+		if err := clock.Sleep(t.Context(), time.Second); err != nil {
+			t.Fatal(err)
+		}
+		before := u.moved
+		u.observe(w, tc.st)
+		if got := u.moved != before; got != tc.want {
+			t.Errorf("%s: progress %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -270,6 +270,7 @@ func (r *Runner) run(ctx context.Context, t target, stderr io.Writer) (Result, e
 		}
 		return u.res, err
 	}
+	u.progress() // the staging push moved the remote: the wait's budget starts now
 	return u.res, u.wait(ctx, u.pushTook, held)
 }
 

@@ -198,7 +198,7 @@ func (u *run) nextLook(st state, id string, took time.Duration, late int) time.D
 // observe notes progress between the last look and st: the branch moved, or staged
 // commits left (landed, conflicted or discarded).
 func (u *run) observe(w *waiting, st state) {
-	if w.looked && (st.head != w.last.head || gone(w.last, st)) {
+	if w.looked && (st.head != w.last.head || gone(w.last, st) || working(w.last, st)) {
 		u.progress()
 	}
 	w.last, w.looked = st, true
@@ -212,6 +212,14 @@ func gone(before, after state) bool {
 		}
 	}
 	return false
+}
+
+// working reports whether a gatherer showed between the looks before and after
+// that it is at work: the lease changed hands or moved to its next wave, or a new
+// forecast was published (the announce before a first wave, which may take a slow
+// remote longer than a budget to land).
+func working(before, after state) bool {
+	return after.lease != before.lease || after.eta.at.After(before.eta.at)
 }
 
 // progress starts the budget again, when it counts the time without progress.
