@@ -19,11 +19,11 @@ var forges = []string{"github", "gitea", "gitlab"}
 // with --gather, a commit that conflicts falls back to --rebase's git push).
 func (c *PushCmd) checkAPI() error {
 	switch {
-	case c.Forge != "" && !c.API:
+	case c.Forge.V != "" && !c.API:
 		return &usageError{msg: "push: --forge goes with --api"}
-	case c.Forge != "" && !slices.Contains(forges, c.Forge):
-		return &usageError{msg: "push: --forge " + c.Forge + ": not github, gitea or gitlab"}
-	case c.API && !c.Gather && (c.Regenerate != "" || c.NoAtomic):
+	case c.Forge.V != "" && !slices.Contains(forges, c.Forge.V):
+		return &usageError{msg: "push: --forge " + c.Forge.V + ": not github, gitea or gitlab"}
+	case c.API && !c.Gather && (c.Regenerate.V != "" || c.NoAtomic):
 		return &usageError{msg: "push --api: --regenerate and --no-atomic are git push's; an API landing replays the commits onto the branch as --rebase does"}
 	}
 	return nil
@@ -32,7 +32,7 @@ func (c *PushCmd) checkAPI() error {
 // runAPI is `refretry push --api`: forge.Runner, with git push's arguments rest.
 func (c *PushCmd) runAPI(in *invocation, lg *report.Log, rest []string) error {
 	r := &forge.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, API: forge.API{Forge: c.Forge},
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, API: forge.API{Forge: c.Forge.V},
 		Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 	}
 	res, err := r.Run(in.ctx, rest, nil, in.s.Stdout, lg.Stderr())

@@ -1,5 +1,5 @@
-// Package cli is refretry's command line: its grammar (options.go, and CLI below),
-// its one reader (line.go), one file per command, and the invocation every command
+// Package cli is refretry's command line: its grammar, kong's (options.go, and CLI
+// below), one file per command, and the invocation every command
 // reads its settings from. The commands run their work through the library packages
 // (transaction, push) and report through internal/report; nothing here is imported by
 // them.
@@ -20,15 +20,14 @@ import (
 // exitUsage is the exit code of a command-line mistake, as git's parse-options.
 const exitUsage = 129
 
-// CLI is refretry's grammar: its options, then a command. The command list, each
-// command's word (its name tag, which kong reads too), and how each takes its
-// arguments are read from here (command.go): a command with a field Args []string
-// `kong:"-"` gets the arguments after its word (or after refretry's options, for the
-// default command) verbatim, for git; kong never sees them.
+// CLI is refretry's grammar: its options, then a command, each with one Run method.
+// The arguments of update-ref, push and fetch are git's, verbatim (push takes its
+// own options out of them: pushArgs); the other commands' are kong's.
 type CLI struct {
+	Help helpFlag `name:"help" help:"Show context-sensitive help."`
 	Options
 
-	UpdateRef UpdateRefCmd `cmd:"" name:"update-ref" default:"1" help:"Run git update-ref with these arguments, retrying lock contention (the default command: refretry [options] <git update-ref arguments>)."`
+	UpdateRef UpdateRefCmd `cmd:"" name:"update-ref" default:"withargs" passthrough:"" help:"Run git update-ref with these arguments, retrying lock contention (the default command: refretry [options] <git update-ref arguments>)."`
 	Push      PushCmd      `cmd:"" name:"push" help:"Run git push with these arguments, atomically unless --no-atomic, retrying remote lock contention and transport failures."`
 	Fetch     FetchCmd     `cmd:"" name:"fetch" help:"Run git fetch with these arguments, retrying local lock contention, refs moved by a concurrent fetch, and transport failures."`
 	Version   VersionCmd   `cmd:"" name:"version" help:"Print refretry's version."`
@@ -47,12 +46,6 @@ type Streams struct {
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
-
-// notPositive is the usage error of a duration option given zero, a negative or an
-// unreadable value: cmd's option flag, and the value as given.
-func notPositive(cmd, flag, value string) *usageError {
-	return &usageError{msg: fmt.Sprintf("%s: %s needs a positive duration (30s, 2m), not %q", cmd, flag, value)}
-}
 
 // exitError ends a command with a code whose message, if any, has been printed.
 type exitError int
@@ -74,19 +67,22 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 	// The git shim, if it is on PATH, hands refretry's own git calls straight to the
 	// real git (shim.go).
 	env = gitexec.Setenv(env, shim.BypassVar, "1")
-	l := readLine(args)
-	if !l.cmd.isDefault {
+	at, word, complete := split(args)
+	if word != "" && word != "update-ref" {
 		// Any command but update-ref may wait: signals are caught from the moment the
 		// command is known, before anything else is done (signals.go).
 		arm(ctx)
 	}
-	in := &invocation{ctx: ctx, opts: &Options{Dirs: l.dirs}, flags: l.flags, env: env, s: s}
-	if run, ok := l.cmd.direct(l.rest); ok && l.read {
-		// The plain path, and every command whose arguments kong does not read: no kong
-		// (line.go).
-		return exitCode(s.Stderr, run(in))
+	in := &invocation{ctx: ctx, opts: &Options{}, env: env, s: s}
+	if at == 0 && (word == "" || word == "update-ref") {
+		// The plain update: no option of refretry's, so kong, which costs more to
+		// start than the rest of refretry (docs/benchmarks.md), is not built.
+		if word != "" {
+			args = args[1:]
+		}
+		return exitCode(s.Stderr, (&UpdateRefCmd{Args: args}).Run(in))
 	}
-	return runKong(in, l)
+	return runKong(in, args, at, word, complete)
 }
 
 // exitCode prints a command's error, if it needs printing, and picks the exit code.

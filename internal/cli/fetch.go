@@ -12,8 +12,8 @@ import (
 // contention, refs moved by a concurrent fetch, and transport failures (package
 // fetch). It has no options of its own: every argument is git fetch's.
 type FetchCmd struct {
-	// Args are git fetch's arguments, verbatim; Run fills them in, kong never sees them.
-	Args []string `kong:"-"`
+	// Args are git fetch's arguments, verbatim (fetchArgs).
+	Args fetchArgs `arg:"" optional:"" passthrough:"all" help:"git fetch's arguments."`
 	// GitArgs are git's global options other than -C (the shim's `git -c k=v fetch`),
 	// passed on before fetch; see shim.go.
 	GitArgs []string `kong:"-"`

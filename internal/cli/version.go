@@ -16,10 +16,15 @@ import (
 
 // VersionCmd prints refretry's version (stamped by the linker, or from the build
 // information: internal/buildinfo) and the git it would run.
-type VersionCmd struct{}
+type VersionCmd struct {
+	Extra []string `arg:"" optional:"" hidden:""` // refused: version takes no arguments
+}
 
 // Run prints the version, the commit, the date and the git.
-func (VersionCmd) Run(in *invocation) error {
+func (c VersionCmd) Run(in *invocation) error {
+	if len(c.Extra) > 0 {
+		return &usageError{msg: "version takes no arguments"}
+	}
 	if err := in.check(); err != nil {
 		return err
 	}
