@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/forge"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
@@ -40,14 +39,7 @@ func (c *PushCmd) runAPI(in *invocation, lg *report.Log, rest []string) error {
 	if errors.As(err, &bad) {
 		return &usageError{msg: "push --api: " + bad.Error()}
 	}
-	lg.Finish(res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
-	if errors.Is(err, failure.ErrGitNotFound) {
-		return exitError(report.ExitGitMissing)
-	}
-	if res.ExitCode != 0 {
-		return exitError(res.ExitCode)
-	}
-	return nil
+	return ended(lg, res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
 }
 
 // gatherAPI is the API a gather lands its waves through: nil without --api.

@@ -11,7 +11,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/internal/shim"
@@ -22,7 +25,7 @@ const exitUsage = 129
 
 // CLI is refretry's grammar: its options, then a command, each with one Run method.
 // The arguments of update-ref, push and fetch are git's, verbatim (push takes its
-// own options out of them: pushArgs); the other commands' are kong's.
+// own options out of them: gitArgs); the other commands' are kong's.
 type CLI struct {
 	Help helpFlag `name:"help" help:"Show context-sensitive help."`
 	Options
@@ -83,6 +86,59 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 		return exitCode(s.Stderr, (&UpdateRefCmd{Args: args}).Run(in))
 	}
 	return runKong(in, args, at, word, complete)
+}
+
+// split finds where refretry's own options end in args, by their spellings in the
+// grammar (grammarIndex): at is the first argument that is neither one of them nor
+// an option's value, word the command it names ("" for none: the default command's
+// arguments start there), and complete is false when the last option lacks its
+// value. It reads no value: kong does (kong.go), except on the plain path, where
+// there is none to read.
+func split(args []string) (at int, word string, complete bool) {
+	for at < len(args) {
+		n := ownOption(args[at])
+		if n == 0 {
+			break
+		}
+		if at+n > len(args) {
+			return len(args), "", false
+		}
+		at += n
+	}
+	if at < len(args) && slices.Contains(grammarIndex.commands, args[at]) {
+		word = args[at]
+	}
+	return at, word, true
+}
+
+// ownOption is how many arguments refretry's option a takes with it (1 or 2), 0 when
+// a is not one of refretry's options: --name, --name=value, --name value, -X value,
+// -Xvalue. A switch given a value (--coalesce=1) is not refretry's spelling: it is
+// update-ref's (git rejects it).
+func ownOption(a string) int {
+	name, _, hasValue := strings.Cut(a, "=")
+	switch {
+	case slices.Contains(grammarIndex.switches, a):
+		return 1
+	case !slices.Contains(grammarIndex.valued, name) && (len(a) < 3 || !slices.Contains(grammarIndex.valued, a[:2])):
+		return 0
+	case strings.HasPrefix(a, "--") && hasValue, !strings.HasPrefix(a, "--") && len(a) > 2:
+		return 1
+	}
+	return 2
+}
+
+// ended reports the end of a command's run to lg and returns its outcome: its exit
+// code, or report.ExitGitMissing when git could not be started.
+func ended(lg *report.Log, code int, err error, refs func() report.Refs) error {
+	lg.Finish(code, err, refs) // refretry's line about a failure, and the summary when logging
+	if errors.Is(err, failure.ErrGitNotFound) {
+		code = report.ExitGitMissing
+	}
+	if code != 0 {
+		return exitError(code)
+	}
+	return nil
 }
 
 // exitCode prints a command's error, if it needs printing, and picks the exit code.

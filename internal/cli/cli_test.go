@@ -25,11 +25,7 @@ func grammar(cli *CLI) *kong.Kong {
 	if cli == nil {
 		cli = &CLI{}
 	}
-	p, err := newParser(cli, Streams{Stdout: io.Discard, Stderr: io.Discard}, func(int) {})
-	if err != nil {
-		panic(err)
-	}
-	return p
+	return newParser(cli, Streams{Stdout: io.Discard, Stderr: io.Discard}, func(int) {})
 }
 
 // parse reads args as Run does when it starts kong, without running the command.
@@ -186,7 +182,7 @@ func TestGrammarIndex(t *testing.T) {
 
 package cli
 
-// grammarIndex is what split and pushArgs need of the grammar, without building kong:
+// grammarIndex is what split and gitArgs need of the grammar, without building kong:
 // the command words, and the spellings of refretry's and push's own options, switches
 // and those with a value.
 var grammarIndex = struct{ commands, switches, valued, pushSwitches, pushValued []string }{

@@ -56,17 +56,9 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 			Rebase: c.Rebase, Regenerate: c.Regenerate.V, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 		}
 		res, err := p.Run(in.ctx, conflict.Push, nil, in.s.Stdout, lg.Stderr())
-		lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
-		if res.ExitCode != 0 {
-			return exitError(res.ExitCode)
-		}
-		return nil
+		return ended(lg, res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 	}
-	lg.Finish(res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
-	if res.ExitCode != 0 {
-		return exitError(res.ExitCode)
-	}
-	return nil
+	return ended(lg, res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
 }
 
 // GatherCmd looks after what `push --gather` staged on a remote.
@@ -83,14 +75,6 @@ type gatherTarget struct {
 	Branch  string                 `arg:"" help:"The branch the commits are staged for."`
 	KeyFile string                 `name:"key-file" help:"Read the gather key from this file instead of REFRETRY_GATHER_KEY." placeholder:"FILE"`
 	MaxAge  Setting[time.Duration] `name:"max-age" of:"gather" help:"With a gather key: how old a staged commit may be and still land." placeholder:"DURATION"`
-}
-
-// settings declares the gather commands' --max-age: positive, the gather package's
-// default.
-func (c *GatherCmd) settings() {
-	for _, t := range []*gatherTarget{&c.List.gatherTarget, &c.Land.gatherTarget, &c.Discard.gatherTarget} {
-		t.MaxAge.of(gather.DefaultMaxAge)
-	}
 }
 
 // unauthenticated is the note of a gather without a key.
@@ -135,7 +119,7 @@ func (t gatherTarget) runner(in *invocation, command string) (*gather.Runner, *r
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := t.MaxAge.resolve(nil); err != nil {
+	if err := t.MaxAge.of(gather.DefaultMaxAge).resolve(nil); err != nil {
 		return nil, nil, err
 	}
 	lg := in.log(command)

@@ -2,7 +2,7 @@
 
 package cli
 
-// grammarIndex is what split and pushArgs need of the grammar, without building kong:
+// grammarIndex is what split and gitArgs need of the grammar, without building kong:
 // the command words, and the spellings of refretry's and push's own options, switches
 // and those with a value.
 var grammarIndex = struct{ commands, switches, valued, pushSwitches, pushValued []string }{

@@ -8,6 +8,7 @@ import (
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/report"
+	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
 )
 
@@ -73,7 +74,8 @@ func (in *invocation) settings() (settings.Settings, error) {
 			return settings.Settings{}, err
 		}
 	}
-	p := o.Policy()
+	p := retry.DefaultPolicy()
+	p.Timeout, p.MaxAttempts, p.InitialDelay, p.MaxDelay = o.Timeout.V, o.MaxAttempts.V, o.InitialDelay.V, o.MaxDelay.V
 	if err := p.Validate(); err != nil {
 		return settings.Settings{}, err
 	}

@@ -9,12 +9,12 @@ import (
 	"github.com/alecthomas/kong"
 )
 
-// newParser is kong's parser for cli, refretry's whole grammar, with its help.
-func newParser(cli *CLI, s Streams, exit func(int)) (*kong.Kong, error) {
+// newParser is kong's parser for cli, refretry's whole grammar, with its help. A
+// grammar kong refuses is refretry's bug: it panics (every test would).
+func newParser(cli *CLI, s Streams, exit func(int)) *kong.Kong {
 	cli.Options.settings() // the defaults and environment variables help describes
 	cli.Push.settings()
-	cli.Gather.settings()
-	return kong.New(cli,
+	return kong.Must(cli,
 		kong.Name("refretry"),
 		kong.Description("A drop-in git update-ref that retries lock contention, and only that."),
 		kong.Writers(s.Stdout, s.Stderr),
@@ -28,34 +28,42 @@ func newParser(cli *CLI, s Streams, exit func(int)) (*kong.Kong, error) {
 // runKong is Run for everything but the plain update: kong reads refretry's options
 // (args[:at]) and the command with its arguments; a command word that is missing is
 // the default command's (update-ref), and push's and fetch's arguments are git's from
-// the first (pushArgs).
+// the first (gitArgs).
 func runKong(in *invocation, args []string, at int, word string, complete bool) int {
 	var cli CLI
 	exited := -1
-	parser, err := newParser(&cli, in.s, func(code int) { exited = code })
-	if err != nil {
-		fmt.Fprintf(in.s.Stderr, "refretry: %v\n", err)
-		return exitUsage
-	}
+	parser := newParser(&cli, in.s, func(code int) { exited = code })
 	in.opts = &cli.Options
 	kctx, err := parser.Parse(kongArgs(args, at, word, complete))
 	if exited >= 0 { // --help
 		return exited
 	}
 	if err != nil {
-		var u *usageError
-		if errors.As(err, &u) {
-			err = u
-		}
-		fmt.Fprintf(in.s.Stderr, "refretry: %v\n", err)
+		fmt.Fprintf(in.s.Stderr, "refretry: %v\n", parseError(err))
 		return exitUsage
 	}
 	return exitCode(in.s.Stderr, kctx.Run(in))
 }
 
+// parseError is kong's error as refretry says it: a Setting's own message alone, and
+// for a command that takes no arguments (version), that it takes none.
+func parseError(err error) error {
+	var u *usageError
+	var perr *kong.ParseError
+	if errors.As(err, &u) {
+		return u
+	}
+	if errors.As(err, &perr) && strings.HasPrefix(err.Error(), "unexpected argument") {
+		if n := perr.Context.Selected(); n != nil && n.Parent.Type == kong.ApplicationNode && len(n.Positional)+len(n.Children) == 0 {
+			return errors.New(n.Name + " takes no arguments")
+		}
+	}
+	return err
+}
+
 // kongArgs is args as kong is to read them: the default command named where its
 // arguments start, unless refretry's options ask for help; push's and fetch's
-// arguments after "--", so that kong takes every one as theirs (pushArgs).
+// arguments after "--", so that kong takes every one as theirs (gitArgs).
 func kongArgs(args []string, at int, word string, complete bool) []string {
 	var own []string
 	for _, a := range args[:at] {
@@ -104,6 +112,11 @@ func help(options kong.HelpOptions, ctx *kong.Context) error {
 			return err
 		}
 		options.NoAppSummary = true
+		if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(ctx.Stdout, "\nRun \"refretry <command> --help\" for more information on a command.")
+		return err
 	}
 	return kong.DefaultHelpPrinter(options, ctx)
 }

@@ -54,16 +54,9 @@ func (o *Options) settings() []setting {
 	}
 }
 
-// Policy is the retry policy the resolved values give.
-func (o *Options) Policy() retry.Policy {
-	p := retry.DefaultPolicy()
-	p.Timeout, p.MaxAttempts, p.InitialDelay, p.MaxDelay = o.Timeout.V, o.MaxAttempts.V, o.InitialDelay.V, o.MaxDelay.V
-	return p
-}
-
 // PushOptions are push's own options, kong's grammar as Options are (none has an
 // environment variable or a git config key). They may appear anywhere among git
-// push's arguments before "--" (pushArgs, push.go). form is the usage line that names
+// push's arguments before "--" (gitArgs, push.go). form is the usage line that names
 // the option (help.go): push's, push --gather's, which the option named after the
 // form (--gather) opens, or push --api's.
 type PushOptions struct {

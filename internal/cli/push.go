@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"errors"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
 
-	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
@@ -17,35 +15,30 @@ import (
 // PushCmd runs git push with the caller's arguments, atomically unless told otherwise,
 // retrying remote lock contention and transport failures. Its own options
 // (PushOptions, options.go) may appear anywhere among git push's before "--"; kong
-// reads them, and git never sees them (pushArgs).
+// reads them, and git never sees them (gitArgs).
 type PushCmd struct {
 	PushOptions
 
 	// Args are git push's arguments, verbatim but for push's own options.
-	Args pushArgs `arg:"" optional:"" passthrough:"all" help:"git push's arguments."`
+	Args gitArgs `arg:"" optional:"" passthrough:"all" of:"push" help:"git push's arguments."`
 }
 
-// pushArgs are git push's arguments: from kong's scanner, which holds them all (kong
-// is given them after "--": kongArgs), it keeps git's and gives push's own options,
-// with their values, back to kong to read. A value is whatever follows an option
-// that takes one (--regenerate --rebase: the command is "--rebase"), also for git's
-// own options (push.TakesNextArg: -o --rebase is git's); a switch given a value
-// (--rebase=yes) is git's to judge; after "--" everything is git's.
-type pushArgs []string
+// gitArgs are git's arguments to push or fetch: from kong's scanner, which holds
+// them all (kong is given them after "--": kongArgs), it keeps git's and gives the
+// command's own options, with their values, back to kong to read: --help, and push's
+// (its tag of:"push"). A value is whatever follows an option that takes one
+// (--regenerate --rebase: the command is "--rebase"), also for git push's own options
+// (push.TakesNextArg: -o --rebase is git's); a switch given a value (--rebase=yes) is
+// git's to judge; after "--" everything is git's.
+type gitArgs []string
 
 // Decode takes the arguments from kong's scanner.
-func (a *pushArgs) Decode(ctx *kong.DecodeContext) error {
-	*a = takeGitArgs(ctx, grammarIndex.pushSwitches, grammarIndex.pushValued, push.TakesNextArg)
-	return nil
-}
-
-// fetchArgs are git fetch's arguments, taken as pushArgs are: fetch has no options of
-// its own but --help.
-type fetchArgs []string
-
-// Decode takes the arguments from kong's scanner.
-func (a *fetchArgs) Decode(ctx *kong.DecodeContext) error {
-	*a = takeGitArgs(ctx, []string{"--help"}, nil, func(string) bool { return false })
+func (a *gitArgs) Decode(ctx *kong.DecodeContext) error {
+	if ctx.Value.Tag.Get("of") == "push" {
+		*a = takeGitArgs(ctx, grammarIndex.pushSwitches, grammarIndex.pushValued, push.TakesNextArg)
+	} else {
+		*a = takeGitArgs(ctx, []string{"--help"}, nil, func(string) bool { return false })
+	}
 	return nil
 }
 
@@ -128,14 +121,7 @@ func runPush(in *invocation, lg *report.Log, p *push.Runner, args []string) erro
 	}
 	p.Settings, p.OnAttempt, p.Note = in.settings, lg.Attempt, lg.Note
 	res, err := p.Run(in.ctx, args, nil, in.s.Stdout, lg.Stderr())
-	lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
-	if errors.Is(err, failure.ErrGitNotFound) {
-		return exitError(report.ExitGitMissing)
-	}
-	if res.ExitCode != 0 {
-		return exitError(res.ExitCode)
-	}
-	return nil
+	return ended(lg, res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 }
 
 // pushRefs are the refs of a push, for its summary: those it updated, or, when it

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func (s *Setting[T]) of(def T) setting {
 func (s *Setting[T]) set(spelling, text string) { s.spelling, s.text, s.decoded = spelling, text, true }
 
 // Decode keeps the text kong found for the option. A command's own option takes
-// whatever follows it as its value (pushArgs puts it there); refretry's own takes a
+// whatever follows it as its value (gitArgs puts it there); refretry's own takes a
 // value as kong takes a string, so that a missing one is kong's error.
 func (s *Setting[T]) Decode(ctx *kong.DecodeContext) error {
 	s.spelling, s.decoded, s.cmd = "--"+ctx.Value.Name, true, ctx.Value.Tag.Get("of")
@@ -73,7 +74,8 @@ func (s *Setting[T]) Decode(ctx *kong.DecodeContext) error {
 }
 
 // resolve sets V from the command line, else the environment, else the default: a
-// bad value is a usage error (exit 129) that names where it came from.
+// bad value is a usage error (exit 129) that names where it came from. An empty value
+// on the command line is refretry's own option not given.
 func (s *Setting[T]) resolve(env []string) error {
 	text, from := s.text, s.spelling+" "+strconv.Quote(s.text)
 	if !s.decoded || s.cmd == "" && text == "" {
@@ -83,7 +85,7 @@ func (s *Setting[T]) resolve(env []string) error {
 			from = s.env + "=" + strconv.Quote(text)
 		}
 	}
-	s.given, s.V = from != "" && (text != "" || s.cmd != ""), s.def
+	s.V, s.given = s.def, text != "" || s.decoded && s.cmd != ""
 	if !s.given {
 		return nil
 	}
@@ -155,9 +157,6 @@ func (*Switch) IsBool() bool { return true }
 // Decode records the switch as given.
 func (s *Switch) Decode(ctx *kong.DecodeContext) error {
 	s.set("--"+ctx.Value.Name, "true")
-	if t := ctx.Scan.Peek(); t.Type == kong.FlagValueToken {
-		s.text = ctx.Scan.Pop().String()
-	}
 	return nil
 }
 
@@ -165,24 +164,23 @@ func (s *Switch) Decode(ctx *kong.DecodeContext) error {
 // its text came from. A duration or a count may not be negative, nor zero when
 // positive is set.
 func parseValue(dst any, text string, positive bool) error {
-	bad := badValue{positive: positive}
 	switch p := dst.(type) {
 	case *time.Duration:
 		d, err := time.ParseDuration(text)
 		if err != nil || d < 0 || positive && d == 0 {
-			return bad.of("duration")
+			return bad(positive, "duration (30s, 2m)", "a non-negative duration such as 500ms, 30s or 2m")
 		}
 		*p = d
 	case *int:
 		n, err := strconv.Atoi(text)
 		if err != nil || n < 0 || positive && n == 0 {
-			return bad.of("count")
+			return bad(positive, "number", "a non-negative integer")
 		}
 		*p = n
 	case *bool:
 		on, ok := gitBool(text)
 		if !ok {
-			return bad.of("bool")
+			return errors.New("not a boolean such as 1, true, 0 or false")
 		}
 		*p = on
 	case *ci.Format:
@@ -195,26 +193,13 @@ func parseValue(dst any, text string, positive bool) error {
 	return nil
 }
 
-// badValue is a value parseValue could not read, as its kind.
-type badValue struct {
-	kind     string
-	positive bool
-}
-
-func (b badValue) of(kind string) error { b.kind = kind; return b }
-
-func (b badValue) Error() string {
-	switch {
-	case b.positive && b.kind == "duration":
-		return "needs a positive duration (30s, 2m)"
-	case b.positive:
-		return "needs a positive number"
-	case b.kind == "duration":
-		return "not a non-negative duration such as 500ms, 30s or 2m"
-	case b.kind == "count":
-		return "not a non-negative integer"
+// bad is parseValue's error for a number or a duration: what a positive one needs,
+// or what a non-negative one is not.
+func bad(positive bool, needs, not string) error {
+	if positive {
+		return errors.New("needs a positive " + needs)
 	}
-	return "not a boolean such as 1, true, 0 or false"
+	return errors.New("not " + not)
 }
 
 // gitBool reads git's spellings of a boolean.

@@ -16,15 +16,10 @@ import (
 
 // VersionCmd prints refretry's version (stamped by the linker, or from the build
 // information: internal/buildinfo) and the git it would run.
-type VersionCmd struct {
-	Extra []string `arg:"" optional:"" hidden:""` // refused: version takes no arguments
-}
+type VersionCmd struct{}
 
 // Run prints the version, the commit, the date and the git.
-func (c VersionCmd) Run(in *invocation) error {
-	if len(c.Extra) > 0 {
-		return &usageError{msg: "version takes no arguments"}
-	}
+func (VersionCmd) Run(in *invocation) error {
 	if err := in.check(); err != nil {
 		return err
 	}
