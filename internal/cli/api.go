@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/forge"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
@@ -19,11 +18,11 @@ var forges = []string{"github", "gitea", "gitlab"}
 // with --gather, a commit that conflicts falls back to --rebase's git push).
 func (c *PushCmd) checkAPI() error {
 	switch {
-	case c.Forge != "" && !c.API:
+	case c.Forge.V != "" && !c.API:
 		return &usageError{msg: "push: --forge goes with --api"}
-	case c.Forge != "" && !slices.Contains(forges, c.Forge):
-		return &usageError{msg: "push: --forge " + c.Forge + ": not github, gitea or gitlab"}
-	case c.API && !c.Gather && (c.Regenerate != "" || c.NoAtomic):
+	case c.Forge.V != "" && !slices.Contains(forges, c.Forge.V):
+		return &usageError{msg: "push: --forge " + c.Forge.V + ": not github, gitea or gitlab"}
+	case c.API && !c.Gather && (c.Regenerate.V != "" || c.NoAtomic):
 		return &usageError{msg: "push --api: --regenerate and --no-atomic are git push's; an API landing replays the commits onto the branch as --rebase does"}
 	}
 	return nil
@@ -32,7 +31,7 @@ func (c *PushCmd) checkAPI() error {
 // runAPI is `refretry push --api`: forge.Runner, with git push's arguments rest.
 func (c *PushCmd) runAPI(in *invocation, lg *report.Log, rest []string) error {
 	r := &forge.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, API: forge.API{Forge: c.Forge},
+		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, API: forge.API{Forge: c.Forge.V},
 		Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 	}
 	res, err := r.Run(in.ctx, rest, nil, in.s.Stdout, lg.Stderr())
@@ -40,14 +39,7 @@ func (c *PushCmd) runAPI(in *invocation, lg *report.Log, rest []string) error {
 	if errors.As(err, &bad) {
 		return &usageError{msg: "push --api: " + bad.Error()}
 	}
-	lg.Finish(res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
-	if errors.Is(err, failure.ErrGitNotFound) {
-		return exitError(report.ExitGitMissing)
-	}
-	if res.ExitCode != 0 {
-		return exitError(res.ExitCode)
-	}
-	return nil
+	return ended(lg, res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
 }
 
 // gatherAPI is the API a gather lands its waves through: nil without --api.

@@ -1,5 +1,5 @@
-// Package cli is refretry's command line: its grammar (options.go, and CLI below),
-// its one reader (line.go), one file per command, and the invocation every command
+// Package cli is refretry's command line: its grammar, kong's (options.go, and CLI
+// below), one file per command, and the invocation every command
 // reads its settings from. The commands run their work through the library packages
 // (transaction, push) and report through internal/report; nothing here is imported by
 // them.
@@ -11,7 +11,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
+	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/internal/shim"
@@ -20,15 +23,14 @@ import (
 // exitUsage is the exit code of a command-line mistake, as git's parse-options.
 const exitUsage = 129
 
-// CLI is refretry's grammar: its options, then a command. The command list, each
-// command's word (its name tag, which kong reads too), and how each takes its
-// arguments are read from here (command.go): a command with a field Args []string
-// `kong:"-"` gets the arguments after its word (or after refretry's options, for the
-// default command) verbatim, for git; kong never sees them.
+// CLI is refretry's grammar: its options, then a command, each with one Run method.
+// The arguments of update-ref, push and fetch are git's, verbatim (push takes its
+// own options out of them: gitArgs); the other commands' are kong's.
 type CLI struct {
+	Help helpFlag `name:"help" help:"Show context-sensitive help."`
 	Options
 
-	UpdateRef UpdateRefCmd `cmd:"" name:"update-ref" default:"1" help:"Run git update-ref with these arguments, retrying lock contention (the default command: refretry [options] <git update-ref arguments>)."`
+	UpdateRef UpdateRefCmd `cmd:"" name:"update-ref" default:"withargs" passthrough:"" help:"Run git update-ref with these arguments, retrying lock contention (the default command: refretry [options] <git update-ref arguments>)."`
 	Push      PushCmd      `cmd:"" name:"push" help:"Run git push with these arguments, atomically unless --no-atomic, retrying remote lock contention and transport failures."`
 	Fetch     FetchCmd     `cmd:"" name:"fetch" help:"Run git fetch with these arguments, retrying local lock contention, refs moved by a concurrent fetch, and transport failures."`
 	Version   VersionCmd   `cmd:"" name:"version" help:"Print refretry's version."`
@@ -47,12 +49,6 @@ type Streams struct {
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
-
-// notPositive is the usage error of a duration option given zero, a negative or an
-// unreadable value: cmd's option flag, and the value as given.
-func notPositive(cmd, flag, value string) *usageError {
-	return &usageError{msg: fmt.Sprintf("%s: %s needs a positive duration (30s, 2m), not %q", cmd, flag, value)}
-}
 
 // exitError ends a command with a code whose message, if any, has been printed.
 type exitError int
@@ -74,19 +70,75 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 	// The git shim, if it is on PATH, hands refretry's own git calls straight to the
 	// real git (shim.go).
 	env = gitexec.Setenv(env, shim.BypassVar, "1")
-	l := readLine(args)
-	if !l.cmd.isDefault {
+	at, word, complete := split(args)
+	if word != "" && word != "update-ref" {
 		// Any command but update-ref may wait: signals are caught from the moment the
 		// command is known, before anything else is done (signals.go).
 		arm(ctx)
 	}
-	in := &invocation{ctx: ctx, opts: &Options{Dirs: l.dirs}, flags: l.flags, env: env, s: s}
-	if run, ok := l.cmd.direct(l.rest); ok && l.read {
-		// The plain path, and every command whose arguments kong does not read: no kong
-		// (line.go).
-		return exitCode(s.Stderr, run(in))
+	in := &invocation{ctx: ctx, opts: &Options{}, env: env, s: s}
+	if at == 0 && (word == "" || word == "update-ref") {
+		// The plain update: no option of refretry's, so kong, which costs more to
+		// start than the rest of refretry (docs/benchmarks.md), is not built.
+		if word != "" {
+			args = args[1:]
+		}
+		return exitCode(s.Stderr, (&UpdateRefCmd{Args: args}).Run(in))
 	}
-	return runKong(in, l)
+	return runKong(in, args, at, word, complete)
+}
+
+// split finds where refretry's own options end in args, by their spellings in the
+// grammar (grammarIndex): at is the first argument that is neither one of them nor
+// an option's value, word the command it names ("" for none: the default command's
+// arguments start there), and complete is false when the last option lacks its
+// value. It reads no value: kong does (kong.go), except on the plain path, where
+// there is none to read.
+func split(args []string) (at int, word string, complete bool) {
+	for at < len(args) {
+		n := ownOption(args[at])
+		if n == 0 {
+			break
+		}
+		if at+n > len(args) {
+			return len(args), "", false
+		}
+		at += n
+	}
+	if at < len(args) && slices.Contains(grammarIndex.commands, args[at]) {
+		word = args[at]
+	}
+	return at, word, true
+}
+
+// ownOption is how many arguments refretry's option a takes with it (1 or 2), 0 when
+// a is not one of refretry's options: --name, --name=value, --name value, -X value,
+// -Xvalue. A switch given a value (--coalesce=1) is not refretry's spelling: it is
+// update-ref's (git rejects it).
+func ownOption(a string) int {
+	name, _, hasValue := strings.Cut(a, "=")
+	switch {
+	case slices.Contains(grammarIndex.switches, a):
+		return 1
+	case !slices.Contains(grammarIndex.valued, name) && (len(a) < 3 || !slices.Contains(grammarIndex.valued, a[:2])):
+		return 0
+	case strings.HasPrefix(a, "--") && hasValue, !strings.HasPrefix(a, "--") && len(a) > 2:
+		return 1
+	}
+	return 2
+}
+
+// ended reports the end of a command's run to lg and returns its outcome: its exit
+// code, or report.ExitGitMissing when git could not be started.
+func ended(lg *report.Log, code int, err error, refs func() report.Refs) error {
+	lg.Finish(code, err, refs) // refretry's line about a failure, and the summary when logging
+	if errors.Is(err, failure.ErrGitNotFound) {
+		code = report.ExitGitMissing
+	}
+	if code != 0 {
+		return exitError(code)
+	}
+	return nil
 }
 
 // exitCode prints a command's error, if it needs printing, and picks the exit code.

@@ -2,20 +2,38 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"go/format"
+	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 )
 
-// splitArgs is readLine's split of args: refretry's options as given, the command
-// word, the command's arguments.
-func splitArgs(args []string) (own []string, word string, rest []string) {
-	l := readLine(args)
-	return l.own, l.word, l.rest
+// grammar is kong's parser for cli (a new one if nil), for the tests.
+func grammar(cli *CLI) *kong.Kong {
+	if cli == nil {
+		cli = &CLI{}
+	}
+	return newParser(cli, Streams{Stdout: io.Discard, Stderr: io.Discard}, func(int) {})
+}
+
+// parse reads args as Run does when it starts kong, without running the command.
+func parse(args ...string) (*CLI, error) {
+	var cli CLI
+	at, word, complete := split(args)
+	_, err := grammar(&cli).Parse(kongArgs(args, at, word, complete))
+	return &cli, err
 }
 
 // run runs refretry with args and env, no git needed (--help, usage errors).
@@ -26,45 +44,83 @@ func run(t *testing.T, env []string, args ...string) (stdout, stderr string, cod
 	return out.String(), errOut.String(), code
 }
 
-// TestReadLine: what the reader makes of refretry's options, the command word and the
-// command's arguments, and which shapes it leaves to kong.
-func TestReadLine(t *testing.T) {
+// TestSplit: where refretry's options end, the command word, and what kong then
+// makes of refretry's options and the command's arguments.
+func TestSplit(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		args  []string
-		read  bool
+		at    int
+		word  string
 		dirs  []string
 		flags map[string]string
-		word  string
 		rest  []string
 	}{
-		{nil, true, nil, nil, "", nil},
-		{[]string{"-C", "/tmp/a", "refs/heads/x", "0"}, true, []string{"/tmp/a"}, nil, "", []string{"refs/heads/x", "0"}},
-		{[]string{"-C/tmp/a", "-C", "b", "--directory=c", "--directory", "d=e", "-C=f", "x"}, true, []string{"/tmp/a", "b", "c", "d=e", "=f"}, nil, "", []string{"x"}},
-		{[]string{"--timeout", "5s", "--max-attempts=3", "--initial-delay", "1ms", "--max-delay=2s", "update-ref", "-d", "x"}, true, nil,
-			map[string]string{"--timeout": "5s", "--max-attempts": "3", "--initial-delay": "1ms", "--max-delay": "2s"}, "update-ref", []string{"-d", "x"}},
-		{[]string{"--timeout=1s", "--timeout", "2s", "--log-format=json", "push", "origin"}, true, nil,
-			map[string]string{"--timeout": "2s", "--log-format": "json"}, "push", []string{"origin"}},
-		{[]string{"--coalesce", "--break-stale-locks", "--timeout", "-", "version"}, true, nil,
-			map[string]string{"--coalesce": "true", "--break-stale-locks": "true", "--timeout": "-"}, "version", nil},
-		{[]string{"--timeout=", "--git", "version", "x"}, true, nil, map[string]string{"--timeout": "", "--git": "version"}, "", []string{"x"}},
-		{[]string{"--coalesce=1", "x"}, true, nil, nil, "", []string{"--coalesce=1", "x"}},
-		{[]string{"--frob", "version"}, true, nil, nil, "", []string{"--frob", "version"}},
-		{[]string{"--", "version"}, true, nil, nil, "", []string{"--", "version"}},
-		{[]string{"shim", "install", "--dir", "d"}, true, nil, nil, "shim", []string{"install", "--dir", "d"}},
-		// Left to kong.
-		{[]string{"--help", "push", "--help"}, false, nil, nil, "push", []string{"--help"}},
-		{[]string{"--timeout", "--max-attempts=3", "x"}, false, nil, map[string]string{"--timeout": "--max-attempts=3"}, "", []string{"x"}},
-		{[]string{"-C", "-x", "version"}, false, []string{"-x"}, nil, "version", nil},
-		{[]string{"-C-x"}, false, []string{"-x"}, nil, "", nil},
-		{[]string{"--pid-grace", "-1s"}, false, nil, map[string]string{"--pid-grace": "-1s"}, "", nil},
-		{[]string{"--timeout"}, false, nil, nil, "", nil},
+		{nil, 0, "", nil, nil, nil},
+		{[]string{"-C", "/tmp/a", "refs/heads/x", "0"}, 2, "", []string{"/tmp/a"}, nil, []string{"refs/heads/x", "0"}},
+		{[]string{"-C/tmp/a", "-C", "b", "--directory=c", "--directory", "d=e", "-C=f", "x"}, 7, "", []string{"/tmp/a", "b", "c", "d=e", "=f"}, nil, []string{"x"}},
+		{[]string{"--timeout", "5s", "--max-attempts=3", "--initial-delay", "1ms", "--max-delay=2s", "update-ref", "-d", "x"}, 6, "update-ref", nil,
+			map[string]string{"--timeout": "5s", "--max-attempts": "3", "--initial-delay": "1ms", "--max-delay": "2s"}, []string{"-d", "x"}},
+		{[]string{"--timeout=1s", "--timeout", "2s", "--log-format=json", "push", "origin"}, 4, "push", nil,
+			map[string]string{"--timeout": "2s", "--log-format": "json"}, []string{"origin"}},
+		{[]string{"--coalesce", "--break-stale-locks", "--timeout", "5m", "version"}, 4, "version", nil,
+			map[string]string{"--coalesce": "true", "--break-stale-locks": "true", "--timeout": "5m"}, nil},
+		{[]string{"--git", "version", "x"}, 2, "", nil, map[string]string{"--git": "version"}, []string{"x"}},
+		{[]string{"--coalesce=1", "x"}, 0, "", nil, nil, []string{"--coalesce=1", "x"}},
+		{[]string{"--frob", "version"}, 0, "", nil, nil, []string{"--frob", "version"}},
+		{[]string{"--", "version"}, 0, "", nil, nil, []string{"--", "version"}},
+		{[]string{"-m", "msg", "refs/heads/x", "HEAD"}, 0, "", nil, nil, []string{"-m", "msg", "refs/heads/x", "HEAD"}},
+		{[]string{"--timeout", "1s", "--stdin", "-z"}, 2, "", nil, map[string]string{"--timeout": "1s"}, []string{"--stdin", "-z"}},
+		{[]string{"update-ref", "--timeout", "1s", "-C", "x", "--help"}, 0, "update-ref", nil, nil, []string{"--timeout", "1s", "-C", "x", "--help"}},
+		{[]string{"fetch", "--timeout", "1s", "origin"}, 0, "fetch", nil, nil, []string{"--timeout", "1s", "origin"}},
 	}
 	for _, tc := range cases {
-		l := readLine(tc.args)
-		if l.read != tc.read || !slices.Equal(l.dirs, tc.dirs) || !maps.Equal(l.flags, tc.flags) ||
-			l.word != tc.word || !slices.Equal(l.rest, tc.rest) {
-			t.Errorf("%q: read %v, dirs %q, flags %q, word %q, rest %q", tc.args, l.read, l.dirs, l.flags, l.word, l.rest)
+		at, word, complete := split(tc.args)
+		if at != tc.at || word != tc.word || !complete {
+			t.Errorf("split(%q) = %d %q %v, want %d %q", tc.args, at, word, complete, tc.at, tc.word)
+			continue
+		}
+		if at == 0 && (word == "" || word == "update-ref") {
+			continue // the plain path: no kong
+		}
+		cli, err := parse(tc.args...)
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		var rest []string
+		switch word {
+		case "", "update-ref":
+			rest = cli.UpdateRef.Args
+		case "push":
+			rest = cli.Push.Args
+		case "fetch":
+			rest = cli.Fetch.Args
+		}
+		flags := map[string]string{}
+		for _, s := range []*Setting[time.Duration]{&cli.Timeout, &cli.InitialDelay, &cli.MaxDelay} {
+			if s.decoded {
+				flags[s.spelling] = s.text
+			}
+		}
+		for _, s := range []*Setting[string]{&cli.Git, &cli.LogFile} {
+			if s.decoded {
+				flags[s.spelling] = s.text
+			}
+		}
+		for _, s := range []*Switch{&cli.Coalesce, &cli.BreakStaleLocks} {
+			if s.decoded {
+				flags[s.spelling] = s.text
+			}
+		}
+		if cli.MaxAttempts.decoded {
+			flags["--max-attempts"] = cli.MaxAttempts.text
+		}
+		if cli.LogFormat.decoded {
+			flags["--log-format"] = cli.LogFormat.text
+		}
+		if !slices.Equal(cli.Dirs, tc.dirs) || !maps.Equal(flags, tc.flags) && len(flags)+len(tc.flags) > 0 || !slices.Equal(rest, tc.rest) {
+			t.Errorf("%q: dirs %q, flags %q, rest %q", tc.args, cli.Dirs, flags, rest)
 		}
 	}
 }
@@ -86,10 +142,6 @@ func TestLeftToKong(t *testing.T) {
 		{"--timeout", "-x", "shim", "install"},
 		{"--coalesce", "--help", "gather"},
 	} {
-		if l := readLine(args); l.read {
-			t.Errorf("%q: read", args)
-			continue
-		}
 		stdout, stderr, code := run(t, nil, args...)
 		usage := code == exitUsage && stdout == "" && strings.HasPrefix(stderr, "refretry: ") && strings.Count(stderr, "\n") == 1
 		help := code == 0 && strings.HasPrefix(stdout, "Usage: refretry") && stderr == ""
@@ -102,18 +154,60 @@ func TestLeftToKong(t *testing.T) {
 	}
 }
 
-// TestCommands: the command list and each command's way with its arguments, as CLI
-// declares them.
-func TestCommands(t *testing.T) {
-	t.Parallel()
-	var got []string
-	for _, c := range commandTable() {
-		kind := map[[2]bool]string{{true, false}: "git", {false, true}: "kong", {false, false}: "none"}[[2]bool{c.gitArgs, c.kongArgs}]
-		got = append(got, c.name+":"+kind+map[bool]string{true: ":default"}[c.isDefault])
+// TestGrammarIndex: grammar_index.go is what the grammar says of its commands and
+// options; -update rewrites it.
+func TestGrammarIndex(t *testing.T) {
+	root := grammar(nil).Model.Node
+	var commands []string
+	for _, n := range root.Children {
+		commands = append(commands, n.Name)
 	}
-	want := []string{"update-ref:git:default", "push:git", "fetch:git", "version:none", "shim:kong", "gather:kong"}
-	if !slices.Equal(got, want) {
-		t.Errorf("commands %q, want %q", got, want)
+	spell := func(flags []*kong.Flag) (switches, valued []string) {
+		for _, f := range flags {
+			if f.IsBool() {
+				switches = append(switches, "--"+f.Name)
+				continue
+			}
+			if f.Short != 0 {
+				valued = append(valued, "-"+string(f.Short))
+			}
+			valued = append(valued, "--"+f.Name)
+		}
+		return switches, valued
+	}
+	switches, valued := spell(root.Flags)
+	pushSwitches, pushValued := spell(commandNode(root, "push").Flags)
+	list := func(s []string) string { return fmt.Sprintf("%#v", s) }
+	src := fmt.Sprintf(`// Code generated by "go test ./internal/cli -run TestGrammarIndex -update" from CLI's kong grammar; DO NOT EDIT.
+
+package cli
+
+// grammarIndex is what split and gitArgs need of the grammar, without building kong:
+// the command words, and the spellings of refretry's and push's own options, switches
+// and those with a value.
+var grammarIndex = struct{ commands, switches, valued, pushSwitches, pushValued []string }{
+	commands: %s,
+	switches: %s,
+	valued: %s,
+	pushSwitches: %s,
+	pushValued: %s,
+}
+`, list(commands), list(switches), list(valued), list(append([]string{"--help"}, pushSwitches...)), list(pushValued))
+	want, err := format.Source([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("grammar_index.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		if !*update {
+			t.Fatalf("grammar_index.go is not the grammar's (go test ./internal/cli -run TestGrammarIndex -update rewrites it):\n%s", lineDiff(string(got), string(want)))
+		}
+		if err := os.WriteFile("grammar_index.go", want, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, stderr, code := run(t, nil, "version", "extra"); code != exitUsage || stderr != "refretry: version takes no arguments\n" {
 		t.Errorf("version extra: exit %d, %s", code, stderr)
@@ -165,30 +259,21 @@ func TestBadOptionValue(t *testing.T) {
 	}
 }
 
-// TestOptionTable: every option that is a setting has a parser for its type, and an
-// option with a git config key has an environment variable; push's own are neither,
-// have a parser for their type too and name their usage line.
-func TestOptionTable(t *testing.T) {
+// TestSettings: every valued option and switch of the grammar is declared in a
+// settings list (so that it is resolved and described), and only those.
+func TestSettings(t *testing.T) {
 	t.Parallel()
-	for _, o := range optionTable() {
-		if o.cmd == "push" {
-			if o.envVar != "" || o.config != "" || o.short != "" || o.form != "push" && o.form != "gather" && o.form != "api" {
-				t.Errorf("%s: push's options are spelled long, have no environment variable or git config key, and name their form", o.name)
-			}
-			if !o.isBool {
-				var v PushOptions
-				_ = setPushValue(o.field(&v), o.name, "1") // panics when the option's type has no parser
-			}
-			continue
+	var cli CLI
+	declared := map[any]bool{}
+	for _, s := range append(cli.Options.settings(), cli.Push.settings()...) {
+		declared[s] = true
+	}
+	root := grammar(&cli).Model.Node
+	for _, f := range append(root.Flags, commandNode(root, "push").Flags...) {
+		s, isSetting := f.Target.Addr().Interface().(setting)
+		if isSetting != declared[s] {
+			t.Errorf("--%s: a Setting %v, declared %v", f.Name, isSetting, declared[s])
 		}
-		if o.envVar == "" {
-			if o.config != "" || !o.isList {
-				t.Errorf("%s: only -C may have no environment variable", o.name)
-			}
-			continue
-		}
-		var v Options
-		_ = o.parse(&v, "1") // panics when the option's type has no parser
 	}
 }
 
@@ -201,12 +286,12 @@ func TestHelp(t *testing.T) {
 		t.Errorf("--help (exit %d) has %d Usage: lines:\n%s", code, n, help)
 	}
 	flat := strings.Join(strings.Fields(help), " ")
-	def := defaults()
+	def := retry.DefaultPolicy()
 	for _, want := range []string{
 		"-C, --directory=PATH Run as if started in PATH (repeatable, as git -C).",
 		"env REFRETRY_TIMEOUT, config refretry.timeout; default " + def.Timeout.String(),
 		"env REFRETRY_MAX_ATTEMPTS, config refretry.maxAttempts; default " + strconv.Itoa(def.MaxAttempts),
-		"env REFRETRY_STALE_AFTER, config refretry.staleAfter; default " + def.StaleAfter.String(),
+		"env REFRETRY_STALE_AFTER, config refretry.staleAfter; default " + settings.DefaultStaleAfter.String(),
 		"env REFRETRY_PID_GRACE, config refretry.pidGrace; default: --stale-after)",
 		"env REFRETRY_BREAK_STALE_LOCKS=1, config refretry.breakStaleLocks)",
 		"env REFRETRY_GIT; default: git on PATH",
@@ -267,28 +352,48 @@ func TestResolve(t *testing.T) {
 		{"1m", "2m", cfg, time.Minute},
 		{"0", "", cfg, 0},
 	}
+	resolve := func(o *Options, env []string, cfg map[string]string) error {
+		for _, s := range o.settings() {
+			if err := s.resolve(env); err != nil {
+				return err
+			}
+		}
+		for _, s := range o.settings() {
+			if err := s.configure(cfg); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for _, tc := range cases {
 		var env []string
 		if tc.env != "" {
 			env = []string{"REFRETRY_PID_GRACE=" + tc.env}
 		}
-		v, set, err := given(&Options{}, map[string]string{"--pid-grace": tc.flag}, env)
-		if err == nil {
-			v, err = withConfig(v, set, tc.cfg)
+		var o Options
+		if tc.flag != "" {
+			o.PIDGrace.set("--pid-grace", tc.flag)
 		}
-		if err != nil || v.PIDGrace != tc.want {
-			t.Errorf("flag %q, env %q, config %v: %v (%v), want %v", tc.flag, tc.env, tc.cfg, v.PIDGrace, err, tc.want)
+		if err := resolve(&o, env, tc.cfg); err != nil || o.PIDGrace.V != tc.want {
+			t.Errorf("flag %q, env %q, config %v: %v (%v), want %v", tc.flag, tc.env, tc.cfg, o.PIDGrace.V, err, tc.want)
 		}
 	}
-	if _, _, err := given(&Options{}, map[string]string{"--pid-grace": "-1s"}, nil); err == nil || err.Error() != `--pid-grace "-1s": not a non-negative duration such as 500ms, 30s or 2m` {
+	var o Options
+	o.PIDGrace.set("--pid-grace", "-1s")
+	if err := resolve(&o, nil, nil); err == nil || err.Error() != `--pid-grace "-1s": not a non-negative duration such as 500ms, 30s or 2m` {
 		t.Errorf("--pid-grace -1s: %v", err)
 	}
-	if _, _, err := given(&Options{}, nil, []string{"REFRETRY_COALESCE=maybe"}); err == nil || err.Error() != `REFRETRY_COALESCE="maybe": not a boolean such as 1, true, 0 or false` {
+	if err := resolve(&Options{}, []string{"REFRETRY_COALESCE=maybe"}, nil); err == nil || err.Error() != `REFRETRY_COALESCE="maybe": not a boolean such as 1, true, 0 or false` {
 		t.Errorf("REFRETRY_COALESCE=maybe: %v", err)
 	}
+	if err := resolve(&Options{}, nil, map[string]string{"refretry.timeout": "x"}); err == nil || err.Error() != `bad value, git config refretry.timeout="x": not a non-negative duration such as 500ms, 30s or 2m` {
+		t.Errorf("refretry.timeout=x: %v", err)
+	}
 	// The shim sets --git as a caller: it beats REFRETRY_GIT.
-	v, set, err := given(&Options{Dirs: []string{"d"}, Git: "/shim/git"}, nil, []string{"REFRETRY_GIT=/env/git", "REFRETRY_MAX_ATTEMPTS=7"})
-	if err != nil || v.Git != "/shim/git" || !set["--git"] || v.MaxAttempts != 7 || !slices.Equal(v.Dirs, []string{"d"}) {
-		t.Errorf("shim: %+v %v %v", v, set, err)
+	o = Options{Dirs: []string{"d"}}
+	o.Git.set("--git", "/shim/git")
+	err := resolve(&o, []string{"REFRETRY_GIT=/env/git", "REFRETRY_MAX_ATTEMPTS=7"}, nil)
+	if err != nil || o.Git.V != "/shim/git" || !o.Git.given || o.MaxAttempts.V != 7 || !slices.Equal(o.Dirs, []string{"d"}) {
+		t.Errorf("shim: %+v %v", o, err)
 	}
 }

@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"errors"
-
-	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/fetch"
 	"github.com/refretry/refretry/internal/report"
 )
@@ -12,8 +9,8 @@ import (
 // contention, refs moved by a concurrent fetch, and transport failures (package
 // fetch). It has no options of its own: every argument is git fetch's.
 type FetchCmd struct {
-	// Args are git fetch's arguments, verbatim; Run fills them in, kong never sees them.
-	Args []string `kong:"-"`
+	// Args are git fetch's arguments, verbatim (gitArgs).
+	Args gitArgs `arg:"" optional:"" passthrough:"all" help:"git fetch's arguments."`
 	// GitArgs are git's global options other than -C (the shim's `git -c k=v fetch`),
 	// passed on before fetch; see shim.go.
 	GitArgs []string `kong:"-"`
@@ -32,13 +29,5 @@ func (c *FetchCmd) Run(in *invocation) error {
 		Note:      lg.Note,
 	}
 	res, err := f.Run(in.ctx, c.Args, in.s.Stdin, in.s.Stdout, lg.Stderr())
-	code := res.ExitCode
-	lg.Finish(code, err, func() report.Refs { return report.Refs{Updates: -1} })
-	if errors.Is(err, failure.ErrGitNotFound) {
-		return exitError(report.ExitGitMissing)
-	}
-	if code != 0 {
-		return exitError(code)
-	}
-	return nil
+	return ended(lg, res.ExitCode, err, func() report.Refs { return report.Refs{Updates: -1} })
 }

@@ -18,7 +18,7 @@ import (
 // runGather is `refretry push --gather`: the gather, and on a conflict the fallback
 // the caller asked for. Its git arguments (rest) are the gather's to read.
 func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error {
-	key, err := gatherKey(in, "--gather-key-file", c.GatherKeyFile)
+	key, err := gatherKey(in, "--gather-key-file", c.GatherKeyFile.V)
 	if err != nil {
 		return err
 	}
@@ -37,8 +37,8 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	}
 	g := &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-		MaxPerWave: c.GatherMax, LeaseTimeout: c.GatherLease, Settings: in.settings, Key: key, MaxAge: c.GatherMaxAge, NoWait: c.NoWait,
-		API:       gatherAPI(c.API, c.Forge),
+		MaxPerWave: c.GatherMax.V, LeaseTimeout: c.GatherLease.V, Settings: in.settings, Key: key, MaxAge: c.GatherMaxAge.V, NoWait: c.NoWait,
+		API:       gatherAPI(c.API, c.Forge.V),
 		Note:      func(kind, msg string) { warn(); lg.Note(kind, msg) },
 		OnAttempt: func(a retry.Attempt) { warn(); lg.Attempt(a) },
 	}
@@ -49,24 +49,16 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	}
 	warn()
 	var conflict *gather.ConflictError
-	if errors.As(err, &conflict) && (c.Rebase || c.Regenerate != "") {
+	if errors.As(err, &conflict) && (c.Rebase || c.Regenerate.V != "") {
 		lg.Note("gather", err.Error()+"; pushing it with "+map[bool]string{true: "--rebase", false: "--regenerate"}[c.Rebase]+" instead")
 		p := &push.Runner{
 			Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-			Rebase: c.Rebase, Regenerate: c.Regenerate, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
+			Rebase: c.Rebase, Regenerate: c.Regenerate.V, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
 		}
 		res, err := p.Run(in.ctx, conflict.Push, nil, in.s.Stdout, lg.Stderr())
-		lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
-		if res.ExitCode != 0 {
-			return exitError(res.ExitCode)
-		}
-		return nil
+		return ended(lg, res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 	}
-	lg.Finish(res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
-	if res.ExitCode != 0 {
-		return exitError(res.ExitCode)
-	}
-	return nil
+	return ended(lg, res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
 }
 
 // GatherCmd looks after what `push --gather` staged on a remote.
@@ -79,10 +71,10 @@ type GatherCmd struct {
 // gatherTarget is the remote and branch every gather command takes, and the key
 // that tells which staged commits the pipeline's jobs made.
 type gatherTarget struct {
-	Remote  string        `arg:"" help:"The remote: a name or a URL."`
-	Branch  string        `arg:"" help:"The branch the commits are staged for."`
-	KeyFile string        `name:"key-file" help:"Read the gather key from this file instead of REFRETRY_GATHER_KEY." placeholder:"FILE"`
-	MaxAge  time.Duration `name:"max-age" help:"With a gather key: how old a staged commit may be and still land." default:"168h" placeholder:"DURATION"`
+	Remote  string                 `arg:"" help:"The remote: a name or a URL."`
+	Branch  string                 `arg:"" help:"The branch the commits are staged for."`
+	KeyFile string                 `name:"key-file" help:"Read the gather key from this file instead of REFRETRY_GATHER_KEY." placeholder:"FILE"`
+	MaxAge  Setting[time.Duration] `name:"max-age" of:"gather" help:"With a gather key: how old a staged commit may be and still land." placeholder:"DURATION"`
 }
 
 // unauthenticated is the note of a gather without a key.
@@ -127,13 +119,13 @@ func (t gatherTarget) runner(in *invocation, command string) (*gather.Runner, *r
 	if err != nil {
 		return nil, nil, err
 	}
-	if t.MaxAge <= 0 {
-		return nil, nil, notPositive("gather", "--max-age", t.MaxAge.String())
+	if err := t.MaxAge.of(gather.DefaultMaxAge).resolve(nil); err != nil {
+		return nil, nil, err
 	}
 	lg := in.log(command)
 	return &gather.Runner{
 		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-		Settings: in.settings, Key: key, MaxAge: t.MaxAge, Note: lg.Note, OnAttempt: lg.Attempt,
+		Settings: in.settings, Key: key, MaxAge: t.MaxAge.V, Note: lg.Note, OnAttempt: lg.Attempt,
 	}, lg, nil
 }
 

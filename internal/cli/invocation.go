@@ -8,23 +8,20 @@ import (
 	"github.com/refretry/refretry/ci"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/report"
+	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
 )
 
-// invocation is one run of a command: refretry's options as given, the caller's
-// environment and streams, and what has been learnt from them on the way (the values
-// they set, git config once it has been read). Commands read from it; nothing flows
-// back up.
+// invocation is one run of a command: refretry's options (as given, then resolved),
+// the caller's environment and streams, and git config once it has been read.
+// Commands read from it; nothing flows back up.
 type invocation struct {
 	ctx   context.Context
-	opts  *Options          // -C's directories, and any option the caller set (the shim's --git)
-	flags map[string]string // the command line's text of every other option, by spelling (line.go)
+	opts  *Options // kong's, the plain path's, or the shim's (-C and --git set)
 	env   []string
 	s     Streams
 	asGit bool // run by the shim, for a program that ran git (RunAsGit)
 
-	values Options           // from the caller, the command line and the environment (check)
-	set    map[string]bool   // the options those set, by flag name
 	config map[string]string // git config's refretry.* keys, lower-cased; nil until read
 }
 
@@ -34,14 +31,17 @@ func (in *invocation) getenv(key string) string { return gitexec.Getenv(in.env, 
 // check resolves the command line and the environment, which are known before git
 // runs: a bad value there is a usage error (exit 129).
 func (in *invocation) check() error {
-	v, set, err := given(in.opts, in.flags, in.env)
-	in.values, in.set = v, set
-	return err
+	for _, s := range in.opts.settings() {
+		if err := s.resolve(in.env); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // git is the git to run: --git, else REFRETRY_GIT, else git on PATH. (Not git config:
 // choosing the git would need a git first.)
-func (in *invocation) git() string { return in.values.Git }
+func (in *invocation) git() string { return in.opts.Git.V }
 
 // readConfig returns the refretry.* variables git config sees for the repository,
 // keys lower-cased as git prints them. A failure reads as no configuration: the
@@ -68,34 +68,37 @@ func (in *invocation) readConfig() map[string]string {
 // git config is read here, and this runs only once a retry needs them, so the common
 // case (the first attempt succeeds) starts no extra git.
 func (in *invocation) settings() (settings.Settings, error) {
-	v, err := withConfig(in.values, in.set, in.readConfig())
-	if err != nil {
-		return settings.Settings{}, err
+	o, cfg := in.opts, in.readConfig()
+	for _, s := range o.settings() {
+		if err := s.configure(cfg); err != nil {
+			return settings.Settings{}, err
+		}
 	}
-	p := v.Policy()
+	p := retry.DefaultPolicy()
+	p.Timeout, p.MaxAttempts, p.InitialDelay, p.MaxDelay = o.Timeout.V, o.MaxAttempts.V, o.InitialDelay.V, o.MaxDelay.V
 	if err := p.Validate(); err != nil {
 		return settings.Settings{}, err
 	}
 	// The default budget of a push that waits on other jobs counts only the time in
 	// which nothing moved, up to the ceiling; a timeout the user gave is a hard cap.
 	ceiling := settings.DefaultCeiling
-	if _, inConfig := in.config["refretry.timeout"]; in.set["--timeout"] || inConfig {
+	if _, inConfig := cfg["refretry.timeout"]; o.Timeout.given || inConfig {
 		ceiling = p.Timeout
 	}
-	return settings.Settings{Policy: p, StaleAfter: v.StaleAfter, PIDGrace: v.PIDGrace, BreakStaleLocks: v.BreakStaleLocks,
-		PushRebase: v.PushRebase, Ceiling: ceiling}, nil
+	return settings.Settings{Policy: p, StaleAfter: o.StaleAfter.V, PIDGrace: o.PIDGrace.V,
+		BreakStaleLocks: o.BreakStaleLocks.V, PushRebase: o.PushRebase.V, Ceiling: ceiling}, nil
 }
 
 // log starts the reports of one run of command (internal/report).
 func (in *invocation) log(command string) *report.Log {
 	c := report.Config{
 		Command: command, Stderr: in.s.Stderr, Getenv: in.getenv, Git: in.git(), Shim: in.asGit,
-		File:       in.values.LogFile,
+		File:       in.opts.LogFile.V,
 		Configured: in.logConfigured,
 		Version:    func() string { return gitexec.Version(in.ctx, in.git(), in.env) },
 	}
-	if in.set["--log-format"] {
-		c.Format = in.values.LogFormat
+	if in.opts.LogFormat.given {
+		c.Format = in.opts.LogFormat.V
 	}
 	return report.Start(c)
 }
@@ -108,14 +111,13 @@ func (in *invocation) logConfigured(read bool) (ci.Format, string) {
 	if read {
 		cfg = in.readConfig()
 	}
-	v := Options{}
-	for _, o := range optionTable() {
-		if o.name != "--log-format" && o.name != "--log-file" {
-			continue
-		}
-		if err := o.fromConfig(&v, in.set, cfg); err != nil {
-			fmt.Fprintf(in.s.Stderr, "refretry: %v\n", err)
-		}
+	format, _, err := in.opts.LogFormat.fromConfig(cfg)
+	if err != nil {
+		fmt.Fprintf(in.s.Stderr, "refretry: %v\n", err)
 	}
-	return v.LogFormat, v.LogFile
+	file, _, err := in.opts.LogFile.fromConfig(cfg)
+	if err != nil {
+		fmt.Fprintf(in.s.Stderr, "refretry: %v\n", err)
+	}
+	return format, file
 }

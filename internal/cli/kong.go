@@ -1,129 +1,124 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"io"
-	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
-
-	"github.com/refretry/refretry/internal/report"
 )
 
-// runKong is Run for what only kong reads: refretry's options when readLine left them
-// to kong (which then prints its help or its usage error), the arguments of a command
-// whose grammar is kong's (shim, gather), and the request for a command's --help.
-func runKong(in *invocation, l line) int {
-	var cli CLI
-	exited := -1
-	parser, err := kong.New(&cli,
+// newParser is kong's parser for cli, refretry's whole grammar, with its help. A
+// grammar kong refuses is refretry's bug: it panics (every test would).
+func newParser(cli *CLI, s Streams, exit func(int)) *kong.Kong {
+	cli.Options.settings() // the defaults and environment variables help describes
+	cli.Push.settings()
+	return kong.Must(cli,
 		kong.Name("refretry"),
 		kong.Description("A drop-in git update-ref that retries lock contention, and only that."),
-		kong.Writers(in.s.Stdout, in.s.Stderr),
+		kong.Writers(s.Stdout, s.Stderr),
+		kong.NoDefaultHelp(),
 		kong.Help(help),
-		kong.Exit(func(code int) { exited = code }),
-		kong.PostBuild(fit),
-		kong.Bind(in),
+		kong.ValueFormatter(describe),
+		kong.Exit(exit),
 	)
-	if err != nil {
-		fmt.Fprintf(in.s.Stderr, "refretry: %v\n", err)
-		return report.ExitFatal
-	}
-	kctx, err := parser.Parse(l.kongArgs())
+}
+
+// runKong is Run for everything but the plain update: kong reads refretry's options
+// (args[:at]) and the command with its arguments; a command word that is missing is
+// the default command's (update-ref), and push's and fetch's arguments are git's from
+// the first (gitArgs).
+func runKong(in *invocation, args []string, at int, word string, complete bool) int {
+	var cli CLI
+	exited := -1
+	parser := newParser(&cli, in.s, func(code int) { exited = code })
+	in.opts = &cli.Options
+	kctx, err := parser.Parse(kongArgs(args, at, word, complete))
 	if exited >= 0 { // --help
 		return exited
 	}
-	if err == nil && !l.read {
-		// readLine leaves to kong only what kong rejects or answers with help.
-		err = fmt.Errorf("cannot read the options %q", l.own)
-	}
 	if err != nil {
-		fmt.Fprintf(in.s.Stderr, "refretry: %v\n", err)
+		fmt.Fprintf(in.s.Stderr, "refretry: %v\n", parseError(err))
 		return exitUsage
 	}
-	return exitCode(in.s.Stderr, kctx.Run())
+	return exitCode(in.s.Stderr, kctx.Run(in))
 }
 
-// kongArgs is what kong is given: refretry's options if readLine left them to it, the
-// command word, and the command's arguments if they are kong's, or --help if they ask
-// for it.
-func (l line) kongArgs() []string {
-	var args []string
-	if !l.read {
-		args = append(args, l.own...)
+// parseError is kong's error as refretry says it: a Setting's own message alone, and
+// for a command that takes no arguments (version), that it takes none.
+func parseError(err error) error {
+	var u *usageError
+	var perr *kong.ParseError
+	if errors.As(err, &u) {
+		return u
 	}
-	if l.word != "" {
-		args = append(args, l.word)
+	if errors.As(err, &perr) && strings.HasPrefix(err.Error(), "unexpected argument") {
+		if n := perr.Context.Selected(); n != nil && n.Parent.Type == kong.ApplicationNode && len(n.Positional)+len(n.Children) == 0 {
+			return errors.New(n.Name + " takes no arguments")
+		}
 	}
+	return err
+}
+
+// kongArgs is args as kong is to read them: the default command named where its
+// arguments start, unless refretry's options ask for help; push's and fetch's
+// arguments after "--", so that kong takes every one as theirs (gitArgs).
+func kongArgs(args []string, at int, word string, complete bool) []string {
+	var own []string
+	for _, a := range args[:at] {
+		if len(a) > 2 && slices.Contains(grammarIndex.valued, a[:2]) {
+			// -Cvalue is -C value, whatever value is ("-C=x" names the directory
+			// "=x"); a value that looks like an option is kong's to refuse.
+			own = append(own, a[:2], a[2:])
+		} else {
+			own = append(own, a)
+		}
+	}
+	rest := args[at:]
 	switch {
-	case l.cmd.kongArgs:
-		args = append(args, l.rest...)
-	case l.cmd.asksHelp(l.rest):
-		args = append(args, "--help")
+	case !complete:
+		return own // kong reports the missing value
+	case word == "" && slices.Contains(own, "--help"):
+		return own
+	case word == "" && len(rest) > 0:
+		return append(append(own, "update-ref"), rest...)
+	case word == "push" || word == "fetch":
+		return append(append(own, word, "--"), rest[1:]...)
 	}
-	return args
+	return append(own, rest...)
 }
 
-// fit adapts kong's model, once built, to what the declaration says beyond kong's
-// tags.
-func fit(k *kong.Kong) error {
-	// -h is git update-ref's (its usage, with the running git's exit code); refretry's help is --help.
-	if k.Model.HelpFlag != nil {
-		k.Model.HelpFlag.Short = 0
+// helpFlag is --help; -h is git's (its usage, with the running git's exit code).
+type helpFlag bool
+
+// IgnoreDefault: --help alone is refretry's help, not the default command's.
+func (helpFlag) IgnoreDefault() {}
+
+// BeforeReset prints the help and exits 0.
+func (helpFlag) BeforeReset(ctx *kong.Context) error {
+	if err := ctx.PrintUsage(false); err != nil {
+		return err
 	}
-	// refretry's options are the application's flags; a command's own (push's) are its
-	// node's.
-	for _, n := range append([]*kong.Node{k.Model.Node}, k.Model.Children...) {
-		cmd := ""
-		if n != k.Model.Node {
-			cmd = n.Name
-		}
-		for _, f := range n.Flags {
-			o, ok := lookup(cmd, "--"+f.Name)
-			if !ok {
-				continue
-			}
-			if !o.isBool && !o.isList {
-				f.Mapper = textMapper
-			}
-			describe(f, o)
-		}
-	}
+	ctx.Kong.Exit(0)
 	return nil
 }
 
-// textMapper takes an option's value as kong takes a string, and keeps nothing: kong
-// only judges refretry's options (line.go), so its errors are those it gives for a
-// string whatever the option's type (push's own it describes and never reads:
-// push.go does).
-var textMapper = kong.MapperFunc(func(ctx *kong.DecodeContext, _ reflect.Value) error {
-	_, err := ctx.Scan.PopValue("string")
-	return err
-})
-
-// describe adds to a flag's help what the declaration says beside it: its
-// environment variable, its git config key and its default.
-func describe(f *kong.Flag, o option) {
-	env, config, unset, def := o.about()
-	var about []string
-	if env != "" {
-		where := "env " + env
-		if config != "" {
-			where += ", config " + config
+// help prints --help: refretry's forms, then kong's description of the options and
+// commands; a command's help is kong's alone.
+func help(options kong.HelpOptions, ctx *kong.Context) error {
+	if ctx.Selected() == nil {
+		if _, err := fmt.Fprint(ctx.Stdout, usage(ctx.Model.Node)); err != nil {
+			return err
 		}
-		about = append(about, where)
+		options.NoAppSummary = true
+		if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(ctx.Stdout, "\nRun \"refretry <command> --help\" for more information on a command.")
+		return err
 	}
-	switch {
-	case unset != "":
-		about = append(about, "default: "+unset)
-	case def != "":
-		about = append(about, "default "+def)
-	}
-	if len(about) == 0 {
-		return
-	}
-	f.Help = strings.TrimSuffix(f.Help, ".") + " (" + strings.Join(about, "; ") + ")."
+	return kong.DefaultHelpPrinter(options, ctx)
 }
 
 // usageForms is refretry's forms, at the top of its --help: the arguments of
@@ -140,23 +135,21 @@ const usageForms = `Usage: refretry [options] <git update-ref arguments>
        refretry shim install|uninstall [--dir DIR]
 `
 
-// usage is usageForms with each form's options: the one named after the form first
-// and bare (--gather), the others in brackets with their value's placeholder
-// ([--gather-max N]), in the order of their declaration.
-func usage() string {
+// usage is usageForms with each form's options, from push's flags in the grammar
+// (root is the application's node): the one named after the form first and bare
+// (--gather), the others in brackets with their placeholder ([--gather-max N]).
+func usage(root *kong.Node) string {
 	words := map[string]string{}
-	for _, o := range optionTable() {
-		if o.form == "" {
-			continue
+	for _, f := range commandNode(root, "push").Flags {
+		form := f.Tag.Get("form")
+		w := "--" + f.Name
+		if f.PlaceHolder != "" {
+			w += " " + f.PlaceHolder
 		}
-		w := o.name
-		if p := o.tag.Get("placeholder"); p != "" {
-			w += " " + p
-		}
-		if o.name == "--"+o.form {
-			words[o.form] = " " + w + words[o.form]
+		if f.Name == form {
+			words[form] = " " + w + words[form]
 		} else {
-			words[o.form] += " [" + w + "]"
+			words[form] += " [" + w + "]"
 		}
 	}
 	text := usageForms
@@ -166,14 +159,54 @@ func usage() string {
 	return text
 }
 
-// help prints --help: refretry's forms, then kong's description of the options and
-// commands; a command's help is kong's alone.
-func help(options kong.HelpOptions, ctx *kong.Context) error {
-	if ctx.Selected() == nil {
-		if _, err := io.WriteString(ctx.Stdout, usage()); err != nil {
-			return err
+// commandNode is root's command named name.
+func commandNode(root *kong.Node, name string) *kong.Node {
+	for _, n := range root.Children {
+		if n.Name == name {
+			return n
 		}
-		options.NoAppSummary = true
 	}
-	return kong.DefaultHelpPrinter(options, ctx)
+	panic("cli: no command " + name)
+}
+
+// describe is an option's help with what the grammar says beside it: its
+// environment variable, its git config key and its default.
+func describe(v *kong.Value) string {
+	env, config, unset, def := about(v)
+	var words []string
+	if env != "" {
+		where := "env " + env
+		if config != "" {
+			where += ", config " + config
+		}
+		words = append(words, where)
+	}
+	switch {
+	case unset != "":
+		words = append(words, "default: "+unset)
+	case def != "":
+		words = append(words, "default "+def)
+	}
+	if len(words) == 0 {
+		return v.Help
+	}
+	return strings.TrimSuffix(v.Help, ".") + " (" + strings.Join(words, "; ") + ")."
+}
+
+// about is what the grammar says of a value beside its help, if it is a Setting: its
+// environment variable, git config key, what applies when it is unset (in words) and
+// its default.
+func about(v *kong.Value) (env, config, unset, def string) {
+	if !v.Target.CanAddr() {
+		return "", "", "", ""
+	}
+	s, ok := v.Target.Addr().Interface().(setting)
+	if !ok {
+		return "", "", "", ""
+	}
+	env, config, def = s.about()
+	if unset = v.Tag.Get("unset"); unset != "" {
+		def = ""
+	}
+	return env, config, unset, def
 }

@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
 	"os"
-	"reflect"
-	"strconv"
+	"slices"
 	"strings"
-	"time"
 
-	"github.com/refretry/refretry/failure"
+	"github.com/alecthomas/kong"
+
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
@@ -17,84 +14,75 @@ import (
 
 // PushCmd runs git push with the caller's arguments, atomically unless told otherwise,
 // retrying remote lock contention and transport failures. Its own options
-// (PushOptions, options.go) may appear anywhere among git push's before "--"; they
-// are taken out before git sees them.
+// (PushOptions, options.go) may appear anywhere among git push's before "--"; kong
+// reads them, and git never sees them (gitArgs).
 type PushCmd struct {
 	PushOptions
 
-	// Args are git push's arguments, verbatim; Run fills them in, kong never sees them.
-	Args []string `kong:"-"`
+	// Args are git push's arguments, verbatim but for push's own options.
+	Args gitArgs `arg:"" optional:"" passthrough:"all" of:"push" help:"git push's arguments."`
 }
 
-// takeOptions sets c's own options from args, the defaults where neither args nor the
-// caller set one, and returns the rest for git. An option is spelled in full, --x v or
-// --x=v; a switch given a value (--rebase=yes) is git's to judge. An option that takes
-// a value and has none, or a number or a duration that is not positive, is a usage
-// error.
-func (c *PushCmd) takeOptions(args []string) ([]string, error) {
-	def := pushDefaults()
-	for _, o := range optionTable() {
-		if o.cmd != "push" {
-			continue
-		}
-		if f := o.field(&c.PushOptions); f.IsZero() {
-			f.Set(o.field(&def))
-		}
-	}
-	rest := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(rest, args[i:]...), nil
-		}
-		spelling, value, hasValue := strings.Cut(a, "=")
-		o, own := lookup("push", spelling)
-		switch {
-		case !own || o.isBool && hasValue:
-			rest = append(rest, a)
-			if push.TakesNextArg(a) && i+1 < len(args) { // that value is git's, whatever it looks like
-				i++
-				rest = append(rest, args[i])
-			}
-			continue
-		case o.isBool:
-			o.field(&c.PushOptions).SetBool(true)
-			continue
-		case !hasValue && i+1 >= len(args):
-			return nil, &usageError{msg: "push: " + spelling + " needs a value"}
-		case !hasValue:
-			i++
-			value = args[i]
-		}
-		if err := setPushValue(o.field(&c.PushOptions), spelling, value); err != nil {
-			return nil, err
-		}
-	}
-	return rest, nil
-}
+// gitArgs are git's arguments to push or fetch: from kong's scanner, which holds
+// them all (kong is given them after "--": kongArgs), it keeps git's and gives the
+// command's own options, with their values, back to kong to read: --help, and push's
+// (its tag of:"push"). A value is whatever follows an option that takes one
+// (--regenerate --rebase: the command is "--rebase"), also for git push's own options
+// (push.TakesNextArg: -o --rebase is git's); a switch given a value (--rebase=yes) is
+// git's to judge; after "--" everything is git's.
+type gitArgs []string
 
-// setPushValue sets one of push's options, given as spelling, to value, by the
-// field's type: a duration or a number must be positive.
-func setPushValue(f reflect.Value, spelling, value string) error {
-	switch f.Interface().(type) {
-	case time.Duration:
-		d, err := time.ParseDuration(value)
-		if err != nil || d <= 0 {
-			return notPositive("push", spelling, value)
-		}
-		f.SetInt(int64(d))
-	case int:
-		n, err := strconv.Atoi(value)
-		if err != nil || n < 1 {
-			return &usageError{msg: fmt.Sprintf("push: %s needs a positive number, not %q", spelling, value)}
-		}
-		f.SetInt(int64(n))
-	case string:
-		f.SetString(value)
-	default:
-		panic("cli: no parser for push's " + spelling)
+// Decode takes the arguments from kong's scanner.
+func (a *gitArgs) Decode(ctx *kong.DecodeContext) error {
+	if ctx.Value.Tag.Get("of") == "push" {
+		*a = takeGitArgs(ctx, grammarIndex.pushSwitches, grammarIndex.pushValued, push.TakesNextArg)
+	} else {
+		*a = takeGitArgs(ctx, []string{"--help"}, nil, func(string) bool { return false })
 	}
 	return nil
+}
+
+// takeGitArgs returns the arguments left on kong's scanner but the command's own
+// options (switches, valued), which it gives back to kong to read. takesNext says
+// which of git's options take the next argument as their value.
+func takeGitArgs(ctx *kong.DecodeContext, switches, valued []string, takesNext func(string) bool) []string {
+	var args, git []string
+	for t := ctx.Scan.Pop(); !t.IsEOL(); t = ctx.Scan.Pop() {
+		args = append(args, t.String())
+	}
+	var own []kong.Token
+	flag := func(name string) { own = append(own, kong.Token{Type: kong.FlagToken, Value: name[2:]}) }
+	value := func(v string) { own = append(own, kong.Token{Type: kong.FlagValueToken, Value: v}) }
+	for i := 1; i < len(args); i++ { // args[0] is the "--" kongArgs put first
+		a := args[i]
+		name, v, hasValue := strings.Cut(a, "=")
+		switch {
+		case a == "--":
+			git = append(git, args[i:]...)
+			i = len(args)
+		case slices.Contains(switches, a):
+			flag(a)
+		case !slices.Contains(valued, name):
+			git = append(git, a)
+			if takesNext(a) && i+1 < len(args) {
+				i++
+				git = append(git, args[i])
+			}
+		case hasValue:
+			flag(name)
+			value(v)
+		case i+1 < len(args):
+			flag(name)
+			i++
+			value(args[i])
+		default:
+			flag(name) // with no value: Setting.Decode refuses it
+		}
+	}
+	for i := len(own) - 1; i >= 0; i-- {
+		ctx.Scan.PushToken(own[i])
+	}
+	return git
 }
 
 // Run runs the push.
@@ -102,21 +90,23 @@ func (c *PushCmd) Run(in *invocation) error {
 	if err := in.check(); err != nil {
 		return err
 	}
-	rest, err := c.takeOptions(c.Args)
-	if err != nil {
-		return err
+	for _, s := range c.settings() {
+		if err := s.resolve(nil); err != nil {
+			return err
+		}
 	}
 	if err := c.checkAPI(); err != nil {
 		return err
 	}
 	lg := in.log("push")
+	rest := []string(c.Args)
 	if c.API && !c.Gather {
 		return c.runAPI(in, lg, rest)
 	}
 	if c.Gather {
 		return c.runGather(in, lg, rest)
 	}
-	return runPush(in, lg, &push.Runner{NoAtomic: c.NoAtomic, Rebase: c.Rebase, Regenerate: c.Regenerate}, rest)
+	return runPush(in, lg, &push.Runner{NoAtomic: c.NoAtomic, Rebase: c.Rebase, Regenerate: c.Regenerate.V}, rest)
 }
 
 // runPush runs p, completed with what the invocation gives every push (git, -C,
@@ -131,14 +121,7 @@ func runPush(in *invocation, lg *report.Log, p *push.Runner, args []string) erro
 	}
 	p.Settings, p.OnAttempt, p.Note = in.settings, lg.Attempt, lg.Note
 	res, err := p.Run(in.ctx, args, nil, in.s.Stdout, lg.Stderr())
-	lg.Finish(res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
-	if errors.Is(err, failure.ErrGitNotFound) {
-		return exitError(report.ExitGitMissing)
-	}
-	if res.ExitCode != 0 {
-		return exitError(res.ExitCode)
-	}
-	return nil
+	return ended(lg, res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 }
 
 // pushRefs are the refs of a push, for its summary: those it updated, or, when it

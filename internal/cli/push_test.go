@@ -8,11 +8,26 @@ import (
 	"github.com/refretry/refretry/gather"
 )
 
+// pushOf is push's command as kong reads `refretry push args...`, its own options
+// resolved.
+func pushOf(args ...string) (PushCmd, error) {
+	cli, err := parse(append([]string{"push"}, args...)...)
+	if err != nil {
+		return PushCmd{}, err
+	}
+	for _, s := range cli.Push.settings() {
+		if err := s.resolve(nil); err != nil {
+			return PushCmd{}, err
+		}
+	}
+	return cli.Push, nil
+}
+
 func TestPushTakeOptions(t *testing.T) {
 	t.Parallel()
-	own, word, rest := splitArgs([]string{"--timeout", "5s", "push", "--rebase", "origin", "main"})
-	if !slices.Equal(own, []string{"--timeout", "5s"}) || word != "push" || !slices.Equal(rest, []string{"--rebase", "origin", "main"}) {
-		t.Errorf("splitArgs = %q %q %q", own, word, rest)
+	at, word, _ := split([]string{"--timeout", "5s", "push", "--rebase", "origin", "main"})
+	if at != 2 || word != "push" {
+		t.Errorf("split = %d %q", at, word)
 	}
 	tests := []struct {
 		args             []string
@@ -27,12 +42,15 @@ func TestPushTakeOptions(t *testing.T) {
 		{[]string{"origin", "--", "--rebase"}, false, false, []string{"origin", "--", "--rebase"}},
 		{[]string{"--force-with-lease", "origin", "main"}, false, false, []string{"--force-with-lease", "origin", "main"}},
 		{[]string{"--no-atomic", "--rebase", "--repo", "--no-atomic"}, true, true, []string{"--repo", "--no-atomic"}},
+		{[]string{"--timeout", "5s", "-C", "x", "origin"}, false, false, []string{"--timeout", "5s", "-C", "x", "origin"}},
+		{[]string{"--rebase=yes", "origin"}, false, false, []string{"--rebase=yes", "origin"}},
+		{[]string{"--", "x"}, false, false, []string{"--", "x"}},
+		{nil, false, false, nil},
 	}
 	for _, tc := range tests {
-		var c PushCmd
-		rest, err := c.takeOptions(tc.args)
-		if err != nil || c.NoAtomic != tc.noAtomic || c.Rebase != tc.rebase || !slices.Equal(rest, tc.rest) {
-			t.Errorf("takeOptions(%q) = %v %v %q %v", tc.args, c.NoAtomic, c.Rebase, rest, err)
+		c, err := pushOf(tc.args...)
+		if err != nil || c.NoAtomic != tc.noAtomic || c.Rebase != tc.rebase || !slices.Equal(c.Args, tc.rest) {
+			t.Errorf("push %q = %v %v %q %v", tc.args, c.NoAtomic, c.Rebase, c.Args, err)
 		}
 	}
 	for _, tc := range []struct {
@@ -45,18 +63,10 @@ func TestPushTakeOptions(t *testing.T) {
 		{[]string{"--rebase", "--regenerate", "--rebase", "origin"}, "--rebase", []string{"origin"}},
 		{[]string{"origin", "--", "--regenerate", "x"}, "", []string{"origin", "--", "--regenerate", "x"}},
 	} {
-		var c PushCmd
-		rest, err := c.takeOptions(tc.args)
-		if err != nil || c.Regenerate != tc.regenerate || !slices.Equal(rest, tc.rest) {
-			t.Errorf("takeOptions(%q) = %q %q %v", tc.args, c.Regenerate, rest, err)
+		c, err := pushOf(tc.args...)
+		if err != nil || c.Regenerate.V != tc.regenerate || !slices.Equal(c.Args, tc.rest) {
+			t.Errorf("push %q = %q %q %v", tc.args, c.Regenerate.V, c.Args, err)
 		}
-	}
-	var c PushCmd
-	if _, err := c.takeOptions([]string{"origin", "main", "--regenerate"}); err == nil || err.Error() != "push: --regenerate needs a value" {
-		t.Errorf("--regenerate without a value: %v", err)
-	}
-	if _, err := c.takeOptions([]string{"--rebase=yes", "origin"}); err != nil {
-		t.Errorf("--rebase=yes is git's to judge: %v", err)
 	}
 }
 
@@ -64,16 +74,14 @@ func TestPushTakeOptions(t *testing.T) {
 // libraries' defaults for those not given.
 func TestPushGatherOptions(t *testing.T) {
 	t.Parallel()
-	var c PushCmd
-	rest, err := c.takeOptions([]string{"--gather", "--gather-max=8", "--gather-lease", "1s", "-o", "--gather-max=9",
-		"--gather-key-file", "k", "origin", "--gather-max-age=2h", "HEAD:main"})
-	want := PushOptions{Gather: true, GatherMax: 8, GatherLease: time.Second, GatherKeyFile: "k", GatherMaxAge: 2 * time.Hour}
-	if err != nil || c.PushOptions != want || !slices.Equal(rest, []string{"-o", "--gather-max=9", "origin", "HEAD:main"}) {
-		t.Errorf("takeOptions = %+v %q %v, want %+v", c.PushOptions, rest, err, want)
+	c, err := pushOf("--gather", "--gather-max=8", "--gather-lease", "1s", "-o", "--gather-max=9",
+		"--gather-key-file", "k", "origin", "--gather-max-age=2h", "HEAD:main")
+	if err != nil || !c.Gather || c.GatherMax.V != 8 || c.GatherLease.V != time.Second || c.GatherKeyFile.V != "k" ||
+		c.GatherMaxAge.V != 2*time.Hour || !slices.Equal(c.Args, []string{"-o", "--gather-max=9", "origin", "HEAD:main"}) {
+		t.Errorf("push --gather … = %+v %v", c, err)
 	}
-	var d PushCmd
-	if _, err := d.takeOptions([]string{"--gather", "origin", "main"}); err != nil ||
-		d.GatherMax != gather.DefaultMaxPerWave || d.GatherLease != gather.DefaultLeaseTimeout || d.GatherMaxAge != gather.DefaultMaxAge {
+	d, err := pushOf("--gather", "origin", "main")
+	if err != nil || d.GatherMax.V != gather.DefaultMaxPerWave || d.GatherLease.V != gather.DefaultLeaseTimeout || d.GatherMaxAge.V != gather.DefaultMaxAge {
 		t.Errorf("defaults: %+v %v", d.PushOptions, err)
 	}
 }

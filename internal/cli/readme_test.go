@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
 )
 
 var update = flag.Bool("update", false, "rewrite README.md's option tables from Options and PushOptions")
@@ -60,7 +62,8 @@ func TestPushDocUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	for l := range strings.Lines(usage()) {
+	text := usage(grammar(nil).Model.Node)
+	for l := range strings.Lines(text) {
 		l = strings.TrimSpace(strings.TrimPrefix(l, "Usage:"))
 		if !strings.HasPrefix(l, "refretry [options] push") {
 			continue
@@ -71,7 +74,7 @@ func TestPushDocUsage(t *testing.T) {
 		}
 	}
 	if n != 3 {
-		t.Errorf("the usage has %d push lines, want 3:\n%s", n, usage())
+		t.Errorf("the usage has %d push lines, want 3:\n%s", n, text)
 	}
 }
 
@@ -79,17 +82,17 @@ func TestPushDocUsage(t *testing.T) {
 // push's options have no environment variable or git config key: their table has no
 // such columns.
 func optionsMarkdown(cmd string) string {
+	root := grammar(nil).Model.Node
 	var b strings.Builder
+	flags := root.Flags[1:] // --help is kong's
 	if cmd == "" {
 		b.WriteString("| option | environment | git config | default | meaning |\n|---|---|---|---|---|\n")
 	} else {
 		b.WriteString("| option | default | meaning |\n|---|---|---|\n")
+		flags = commandNode(root, cmd).Flags
 	}
-	for _, o := range optionTable() {
-		if o.cmd != cmd {
-			continue
-		}
-		env, config, unset, def := o.about()
+	for _, f := range flags {
+		env, config, unset, def := about(f.Value)
 		switch {
 		case env != "" && config == "":
 			config = "(not read)"
@@ -102,30 +105,28 @@ func optionsMarkdown(cmd string) string {
 		if def != "" {
 			unset = "`" + def + "`"
 		}
-		help := strings.ReplaceAll(o.tag.Get("help"), "<", "&lt;") // <branch> is words, not HTML
+		help := strings.ReplaceAll(f.Help, "<", "&lt;") // <branch> is words, not HTML
 		if cmd != "" {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", spellings(o), unset, help)
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", spellings(f), unset, help)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", spellings(o), env, config, unset, help)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", spellings(f), env, config, unset, help)
 	}
 	return b.String()
 }
 
 // spellings are the option's spellings, with its value's placeholder: `-C <path>`,
 // `--directory <path>`.
-func spellings(o option) string {
+func spellings(f *kong.Flag) string {
 	value := ""
-	if p := o.tag.Get("placeholder"); p != "" {
+	if p := f.PlaceHolder; p != "" {
 		value = " <" + strings.ToLower(p) + ">"
 	}
 	var s []string
-	for _, name := range []string{o.short, o.name} {
-		if name != "" {
-			s = append(s, "`"+name+value+"`")
-		}
+	if f.Short != 0 {
+		s = append(s, "`-"+string(f.Short)+value+"`")
 	}
-	return strings.Join(s, ", ")
+	return strings.Join(append(s, "`--"+f.Name+value+"`"), ", ")
 }
 
 // lineDiff is the lines of got that want lacks (-) and of want that got lacks (+).

@@ -195,7 +195,9 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 		childEnv = gitexec.Setenv(childEnv, "GIT_DIR", call.GitDir)
 	}
 	childEnv = gitexec.Setenv(childEnv, shim.BypassVar, "1")
-	in := &invocation{ctx: ctx, opts: &Options{Dirs: call.Dirs, Git: found.Path}, env: childEnv, s: s, asGit: true}
+	opts := &Options{Dirs: call.Dirs}
+	opts.Git.set("--git", found.Path)
+	in := &invocation{ctx: ctx, opts: opts, env: childEnv, s: s, asGit: true}
 	switch {
 	case call.Fetch():
 		return exitCode(s.Stderr, (&FetchCmd{Args: call.Args, GitArgs: call.Options}).Run(in))

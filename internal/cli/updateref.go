@@ -17,8 +17,8 @@ import (
 
 // UpdateRefCmd runs git update-ref with the caller's arguments.
 type UpdateRefCmd struct {
-	// Args are update-ref's arguments, verbatim; Run fills them in, kong never sees them.
-	Args []string `kong:"-"`
+	// Args are update-ref's arguments, verbatim (a passthrough command: CLI).
+	Args []string `arg:"" optional:"" help:"git update-ref's arguments."`
 	// GitArgs are git's global options other than -C (the shim's `git -c k=v
 	// --git-dir=… update-ref`), passed on before update-ref; see shim.go.
 	GitArgs []string `kong:"-"`
@@ -114,7 +114,8 @@ func (c *UpdateRefCmd) refs(in *invocation, args transaction.Args, res transacti
 // it was applied, or else holds the line (out.Lease) while the update runs the usual
 // way. The repository it found goes into opts, for the run.
 func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts.UpdateRef) (out group.Outcome, ok bool) {
-	asked, off := in.values.Coalesce && in.set["--coalesce"], !in.values.Coalesce && in.set["--coalesce"]
+	co := &in.opts.Coalesce
+	asked, off := co.V && co.given, !co.V && co.given
 	if off || !args.Understood || args.Stdin || len(c.GitArgs) > 0 || !platform.RendezvousSupported {
 		return out, false
 	}
@@ -154,9 +155,8 @@ func (c *UpdateRefCmd) join(in *invocation, args transaction.Args, opts *cliopts
 // coalesceAllowed is git config's say on default coalescing (asked only by a leader
 // about to commit a group, that is under contention): refretry.coalesce unset or true.
 func coalesceAllowed(in *invocation) bool {
-	v := Options{Coalesce: true}
-	o, _ := lookup("", "--coalesce")
-	return o.fromConfig(&v, in.set, in.readConfig()) != nil || v.Coalesce
+	on, ok, err := in.opts.Coalesce.fromConfig(in.readConfig())
+	return err != nil || !ok || on
 }
 
 // groupWaitBeforeConfig is how long an invocation waits for a group's leader before
@@ -169,8 +169,8 @@ const groupWaitBeforeConfig = 10 * time.Second
 // refretry.timeout, read only after groupWaitBeforeConfig) is spent. If not, again
 // is when to ask next: when the budget, or the wait before reading git config, ends.
 func groupGiveUp(in *invocation, waited time.Duration) (giveUp bool, again time.Duration) {
-	d := in.values.Timeout
-	if !in.set["--timeout"] {
+	d := in.opts.Timeout.V
+	if !in.opts.Timeout.given {
 		if waited < groupWaitBeforeConfig {
 			return false, groupWaitBeforeConfig - waited
 		}
