@@ -16,6 +16,7 @@ import (
 	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/lockfile"
+	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
@@ -205,7 +206,7 @@ func (r *run) enterLine(ctx context.Context, a *engine.Attempt, ready bool) (lea
 	if r.lineDir == "" || !ready {
 		return func() {}
 	}
-	leave, _ = waitInLine(ctx, r.lineDir, func(waited time.Duration) time.Duration { return linePatience(a, waited) }, r.beforeWait)
+	leave, _ = waitInLine(ctx, r.lineDir, func(waited time.Duration) time.Duration { return linePatience(a, waited) }, r.beforeWait, platform.LockHeldByOtherUser)
 	r.lockStale = r.heldLockStale(a)
 	return leave
 }
