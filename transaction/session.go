@@ -58,7 +58,7 @@ type session struct {
 func (r *run) session(ctx context.Context, args Args) (Result, error) {
 	s := &session{r: r, args: args, log: newSpool(0, "")}
 	defer s.log.Close()
-	if r.cli.CountRefs {
+	if r.CountRefs {
 		s.tally = &tally{}
 	}
 	if f, start, ok := regularFile(r.stdin); ok {

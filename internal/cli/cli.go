@@ -59,18 +59,25 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
-// Main is refretry's main: argv and environ as the process got them. Started under
-// the name git, it is the shim (shim.go).
-func Main(ctx context.Context, argv []string, s Streams, env []string) int {
+// Main is refretry's main: argv and environ as the process got them, and arm, which
+// starts catching signals (Signals.Arm). Started under the name git, it is the shim
+// (shim.go).
+func Main(ctx context.Context, arm func(), argv []string, s Streams, env []string) int {
 	if len(argv) > 0 && shim.Invoked(argv[0]) {
 		self, _ := os.Executable()
-		return RunAsGit(ctx, argv[1:], s, env, self, shim.Exec)
+		return RunAsGit(ctx, arm, argv[1:], s, env, self, shim.Exec)
 	}
-	return Run(ctx, argv[1:], s, env)
+	return runWithSignals(ctx, arm, argv[1:], s, env)
 }
 
-// Run is refretry without the process around it: Main and the tests call it.
+// Run is refretry without the process around it, catching no signals: the tests
+// call it.
 func Run(ctx context.Context, args []string, s Streams, env []string) int {
+	return runWithSignals(ctx, nil, args, s, env)
+}
+
+// runWithSignals is Run with arm, which starts catching signals (nil: never).
+func runWithSignals(ctx context.Context, arm func(), args []string, s Streams, env []string) int {
 	// The git shim, if it is on PATH, hands refretry's own git calls straight to the
 	// real git (shim.go).
 	env = gitexec.Setenv(env, shim.BypassVar, "1")
@@ -78,9 +85,9 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 	if !l.cmd.isDefault {
 		// Any command but update-ref may wait: signals are caught from the moment the
 		// command is known, before anything else is done (signals.go).
-		arm(ctx)
+		catchSignals(arm)
 	}
-	in := &invocation{ctx: ctx, opts: &Options{Dirs: l.dirs}, flags: l.flags, env: env, s: s}
+	in := &invocation{ctx: ctx, arm: arm, opts: &Options{Dirs: l.dirs}, flags: l.flags, env: env, s: s}
 	if run, ok := l.cmd.direct(l.rest); ok && l.read {
 		// The plain path, and every command whose arguments kong does not read: no kong
 		// (line.go).

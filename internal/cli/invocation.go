@@ -17,6 +17,7 @@ import (
 // back up.
 type invocation struct {
 	ctx   context.Context
+	arm   func()            // starts catching signals (Signals.Arm); nil: never
 	opts  *Options          // -C's directories, and any option the caller set (the shim's --git)
 	flags map[string]string // the command line's text of every other option, by spelling (line.go)
 	env   []string
