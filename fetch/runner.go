@@ -51,7 +51,7 @@ type Runner struct {
 
 // Result is what a Run did.
 type Result struct {
-	ExitCode int // the exit code to exit with: git's final one
+	ExitCode int // the exit code to exit with: git's final one ([failure.ExitCode])
 	Attempts int
 }
 
@@ -75,7 +75,7 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 		Note:      p.Note, Clock: p.Clock, Rand: p.Rand,
 	}
 	code, err := eng.Run(ctx, f)
-	return Result{ExitCode: code, Attempts: f.attempts}, err
+	return Result{ExitCode: failure.ExitCode(code, err), Attempts: f.attempts}, err
 }
 
 func (p *Runner) onAttempt(a retry.Attempt) {

@@ -147,7 +147,7 @@ func (u *run) Final(err error) (int, error) {
 	defer cancel()
 	u.dropStage(ctx)
 	if errors.Is(err, failure.ErrGitNotFound) {
-		return 127, err
+		return failure.ExitGitNotFound, err
 	}
 	if err == nil {
 		u.finish(ctx)

@@ -74,8 +74,8 @@ type Runner struct {
 type Result struct {
 	// ExitCode is the code to exit with: 0 when the job's commits are on the branch,
 	// 1 when the forge refused them (a rule, a change its API cannot write, a replay
-	// that conflicts), 128 for anything else that ended the run, 129 for arguments
-	// Run cannot take.
+	// that conflicts), failure.ExitGitNotFound when git could not be started, 128 for
+	// anything else that ended the run, 129 for arguments Run cannot take.
 	ExitCode int
 	Ref      string // refs/heads/<branch>
 	// Commit is the commit the forge made last, which the branch held when it was
@@ -131,13 +131,10 @@ func (r *Runner) git() string { return gitexec.Path(r.Git) }
 // exitCode is the code a run that ended with err before its attempts exits with.
 func exitCode(err error) int {
 	var f *failure.Error
-	switch {
-	case errors.Is(err, failure.ErrGitNotFound):
-		return 127
-	case errors.As(err, &f):
+	if errors.As(err, &f) {
 		return f.ExitCode
 	}
-	return 128
+	return failure.ExitCode(128, err)
 }
 
 // run is one Run: the engine's command.

@@ -97,7 +97,7 @@ type Runner struct {
 type Result struct {
 	// ExitCode is Run's exit code to exit with: 0 when the commit is on the branch,
 	// git's own when a push failed for good (the staging push, a wave the remote
-	// refused), 127 when git could not be started, 129 for arguments Run cannot take,
+	// refused), failure.ExitGitNotFound when git could not be started, 129 for arguments Run cannot take,
 	// else 1 (a conflict, a budget that ended, …).
 	ExitCode int
 	// Ref is the branch Run's arguments name, refs/heads/<branch> ("" when it could
@@ -282,12 +282,10 @@ func exitCode(err error) int {
 		return 0
 	case errors.As(err, &a):
 		return 129 // git's, for a usage mistake
-	case errors.Is(err, failure.ErrGitNotFound):
-		return 127 // a shell's "command not found"
 	case errors.As(err, &f) && f.ExitCode != 0:
 		return f.ExitCode
 	}
-	return 1
+	return failure.ExitCode(1, err)
 }
 
 // newRun is a run's state for r and t, writing to stderr, with what every command

@@ -87,7 +87,7 @@ type Runner struct {
 // Result is what a Run did.
 type Result struct {
 	// ExitCode is the exit code to exit with: git's final one, 0 for a success proved
-	// by verification, 1 when a rebase or regeneration failed.
+	// by verification, 1 when a rebase or regeneration failed ([failure.ExitCode]).
 	ExitCode int
 	// Report is the final attempt's porcelain (for a success proved by verification,
 	// the verified refs, up to date).
@@ -110,7 +110,9 @@ type Result struct {
 func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	r := &pushRun{Runner: p, args: ParseArgs(args), stdout: stdout, stderr: stderr, rebase: p.Rebase}
 	if r.args.Usage {
-		return p.usage(ctx, r.args, stdout, stderr)
+		res, err := p.usage(ctx, r.args, stdout, stderr)
+		res.ExitCode = failure.ExitCode(res.ExitCode, err)
+		return res, err
 	}
 	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.stallFloor)
 	r.env = r.http.Env(p.Env)
@@ -125,7 +127,7 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 		Note: p.Note, Clock: p.Clock, Rand: p.Rand,
 	}
 	code, err := eng.Run(ctx, r)
-	return Result{ExitCode: code, Report: r.report, Attempts: r.attempts}, err
+	return Result{ExitCode: failure.ExitCode(code, err), Report: r.report, Attempts: r.attempts}, err
 }
 
 // usage runs git push once with the caller's arguments as they are (no --porcelain,

@@ -67,7 +67,7 @@ type Runner struct {
 
 // Result is what a Run did.
 type Result struct {
-	ExitCode int // the exit code to exit with: git's final one
+	ExitCode int // the exit code to exit with: git's final one ([failure.ExitCode])
 	Attempts int
 	// Updates is how many ref updates the command asked for (the one of the one-ref
 	// forms); -1 when not counted (a --stdin input without CountRefs). Refs are the
@@ -134,8 +134,7 @@ func (rr *Runner) RunArgs(ctx context.Context, args Args, stdin io.Reader, stdou
 	default:
 		res, err = r.single(ctx, args)
 	}
-	res.Attempts = r.attempts
-	res.Backend = r.backend()
+	res.ExitCode, res.Attempts, res.Backend = failure.ExitCode(res.ExitCode, err), r.attempts, r.backend()
 	return res, err
 }
 

@@ -79,10 +79,7 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 		fmt.Fprintf(os.Stderr, "library: still contended after %d attempts in %v\n", exhausted.Attempts, exhausted.Elapsed.Round(time.Millisecond))
 	case errors.As(err, &te) && te.Class == failure.Conflict:
 		fmt.Fprintf(os.Stderr, "library: conflict, not retried: %s\n", te.Message)
-	case errors.Is(err, failure.ErrGitNotFound):
-		fmt.Fprintf(os.Stderr, "library: %v\n", err)
-		return 127
-	default:
+	default: // git could not be started, say: res.ExitCode is then 127
 		fmt.Fprintf(os.Stderr, "library: %v\n", err)
 	}
 	return res.ExitCode

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/forge"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/push"
@@ -41,9 +40,6 @@ func (c *PushCmd) runAPI(in *invocation, lg *report.Log, rest []string) error {
 		return &usageError{msg: "push --api: " + bad.Error()}
 	}
 	lg.Finish(res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
-	if errors.Is(err, failure.ErrGitNotFound) {
-		return exitError(report.ExitGitMissing)
-	}
 	if res.ExitCode != 0 {
 		return exitError(res.ExitCode)
 	}

@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"errors"
-
-	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/fetch"
 	"github.com/refretry/refretry/internal/report"
 )
@@ -34,9 +31,6 @@ func (c *FetchCmd) Run(in *invocation) error {
 	res, err := f.Run(in.ctx, c.Args, in.s.Stdin, in.s.Stdout, lg.Stderr())
 	code := res.ExitCode
 	lg.Finish(code, err, func() report.Refs { return report.Refs{Updates: -1} })
-	if errors.Is(err, failure.ErrGitNotFound) {
-		return exitError(report.ExitGitMissing)
-	}
 	if code != 0 {
 		return exitError(code)
 	}

@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"errors"
-
-	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/internal/report"
 	"github.com/refretry/refretry/transaction"
@@ -54,9 +51,6 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 	res, err := r.RunArgs(in.ctx, args, in.s.Stdin, in.s.Stdout, stderr)
 	// refretry's line about a failure, and the summary when logging
 	lg.Finish(res.ExitCode, err, func() report.Refs { return refs(in, res) })
-	if errors.Is(err, failure.ErrGitNotFound) {
-		return exitError(report.ExitGitMissing)
-	}
 	if res.ExitCode != 0 {
 		return exitError(res.ExitCode)
 	}
