@@ -32,7 +32,7 @@ func (u *run) Attempt(ctx context.Context, a *engine.Attempt) error {
 			return err
 		}
 	}
-	landed, err := u.plan.Land(ctx, u.now())
+	landed, err := u.plan.Land(ctx, u.Now())
 	if err != nil {
 		return err
 	}

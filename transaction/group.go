@@ -98,7 +98,7 @@ func (r *run) join(ctx context.Context, args Args) (out group.Outcome, ok bool) 
 	// Where git keeps the refs: from the file system in the usual layouts, else (a
 	// store outside the repository) from git config, one git.
 	store, ok := d.Locate(r.Env, func() (string, error) {
-		return repo.ReadStorage(gitexec.Command(ctx, r.git(), r.Dirs, r.Env, repo.StorageArgs...))
+		return repo.ReadStorage(gitexec.Command(ctx, r.GitPath(), r.Dirs, r.Env, repo.StorageArgs...))
 	})
 	if !ok {
 		return out, false
@@ -108,7 +108,7 @@ func (r *run) join(ctx context.Context, args Args) (out group.Outcome, ok bool) 
 		return out, false
 	}
 	return group.Join(ctx, group.Config{
-		Git: r.git(), Dirs: r.Dirs, Env: r.Env, GitDir: d.GitDir, CommonDir: d.CommonDir, Store: store,
+		Git: r.GitPath(), Dirs: r.Dirs, Env: r.Env, GitDir: d.GitDir, CommonDir: d.CommonDir, Store: store,
 		Update: u, Options: o,
 		Default: !r.Group.Always, Allowed: r.Group.Allowed,
 		GiveUp: r.groupGiveUp,

@@ -12,6 +12,7 @@ import (
 	"github.com/refretry/refretry/internal/harness/testutil"
 	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 )
 
 // TestRunnerGroup: a library Runner with Group gets what refretry does: while another
@@ -29,7 +30,7 @@ func TestRunnerGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alone := &Runner{Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env}
+	alone := &Runner{Config: settings.Config{Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env}}
 	if res, err := alone.Run(context.Background(), []string{"refs/heads/alone", r.Commit}, nil, io.Discard, io.Discard); err != nil || res.ExitCode != 0 {
 		t.Fatalf("without Group, while the line is held: exit %d, %v", res.ExitCode, err)
 	}
@@ -47,8 +48,15 @@ func TestRunnerGroup(t *testing.T) {
 	for _, ref := range refs {
 		go func() {
 			var o outcome
-			g := &Runner{Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env, Group: &Group{},
-				OnAttempt: func(a retry.Attempt) { o.attempts = append(o.attempts, a) }}
+			g := &Runner{
+				Config: settings.Config{
+					Git:       r.Git.Path,
+					Dirs:      []string{r.Dir},
+					Env:       r.Env,
+					OnAttempt: func(a retry.Attempt) { o.attempts = append(o.attempts, a) },
+				},
+				Group: &Group{},
+			}
 			o.res, o.err = g.Run(context.Background(), []string{ref, r.Commit}, nil, io.Discard, io.Discard)
 			done <- o
 		}()

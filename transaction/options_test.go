@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/testutil"
+	"github.com/refretry/refretry/settings"
 )
 
 // TestCountRefsBeforeWait: a --stdin run counts and names its updates with CountRefs
@@ -21,9 +22,10 @@ func TestCountRefsBeforeWait(t *testing.T) {
 			t.Parallel()
 			r := testutil.NewRepo(t, testutil.NewGit(t), backend)
 			waits := 0
+			config := settings.Config{Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env}
 			runners := []*Runner{
-				{Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env, CountRefs: true, BeforeWait: func() { waits++ }},
-				{Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env},
+				{Config: config, CountRefs: true, BeforeWait: func() { waits++ }},
+				{Config: config},
 			}
 			for i, runner := range runners {
 				a, b := fmt.Sprintf("refs/heads/a%d", i), fmt.Sprintf("refs/heads/b%d", i)

@@ -24,32 +24,18 @@ import (
 // Runner runs `git update-ref` invocations, retrying lock contention. Its fields are
 // its configuration, which Run only reads: one Runner may run any number of updates,
 // one after another or at once.
+//
+// Its Config's Settings is asked at most once a run, after the first lock-contention
+// failure (or when a wait for a group's leader is long); their BreakStaleLocks
+// removes a lock found stale, then retries (docs/reliability.md). Note is told of a
+// stale lock removed.
 type Runner struct {
-	Git  string   // git executable: a path, or a name looked up in PATH ("" means "git")
-	Dirs []string // -C directories, in order
-	Env  []string // the caller's whole environment
+	settings.Config
 	// GlobalArgs are more of git's global options (`-c k=v`, `--git-dir=…`), given to
 	// every git the Runner starts, after the -C directories. The in-process lookup of
 	// the repository reads only Dirs and Env, so a caller that passes --git-dir here
 	// sets GIT_DIR in Env to the same value, as git itself does.
 	GlobalArgs []string
-
-	// Settings supplies the retry policy and the stale-lock settings. It is called at
-	// most once a run, after the first lock-contention failure, so that reading them
-	// (from git config, say) costs nothing when the first attempt succeeds. nil means
-	// settings.Default(); its BreakStaleLocks removes a lock found stale, then retries
-	// (docs/reliability.md).
-	Settings func() (settings.Settings, error)
-
-	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
-	// *failure.Error.
-	OnAttempt func(retry.Attempt)
-	// Note, if set, is told what the Runner did besides running git (a stale lock it
-	// removed), as a kind and a line.
-	Note func(kind, msg string)
-	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
-	Clock retry.Clock
-	Rand  func() float64
 
 	// Group, if set, lets a one-ref update join its repository's group commit (see
 	// Group); nil means never: each update runs its own git. refretry sets it unless
@@ -163,11 +149,7 @@ func (r *run) attempted(a retry.Attempt) {
 func (r *run) settings() (settings.Settings, error) {
 	if !r.settingsKnown {
 		r.settingsKnown = true
-		if r.Runner.Settings == nil {
-			r.s = settings.Default()
-		} else {
-			r.s, r.sErr = r.Runner.Settings()
-		}
+		r.s, r.sErr = r.Load()
 	}
 	return r.s, r.sErr
 }
@@ -176,10 +158,8 @@ func (r *run) command(ctx context.Context, args ...string) *exec.Cmd {
 	if len(r.GlobalArgs) > 0 { // GlobalArgs
 		args = append(append(make([]string, 0, len(r.GlobalArgs)+len(args)), r.GlobalArgs...), args...)
 	}
-	return gitexec.Command(ctx, r.git(), r.Dirs, r.Env, args...)
+	return gitexec.Command(ctx, r.GitPath(), r.Dirs, r.Env, args...)
 }
-
-func (r *run) git() string { return gitexec.Path(r.Git) }
 
 func (r *run) updateRef(ctx context.Context, args Args) *exec.Cmd {
 	return r.command(ctx, append([]string{"update-ref"}, args.Raw...)...)
@@ -374,7 +354,7 @@ func (c *singleCmd) Attempt(ctx context.Context, a *engine.Attempt) error {
 	defer leave()
 	var err error
 	c.code, err = gitexec.Run(ctx, gitexec.Spec{
-		Git: r.git(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)), Args: c.gitArgs, Stdin: c.stdin,
+		Git: r.GitPath(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)), Args: c.gitArgs, Stdin: c.stdin,
 	}, c.out, c.errOut)
 	var se *gitexec.StartError
 	switch {

@@ -369,7 +369,7 @@ func (s *session) attemptFile(ctx context.Context, a *engine.Attempt) (int, erro
 	out := &lineRelay{s: s, skip: s.newSegmentOutput()}
 	r := s.r
 	code, err := gitexec.Run(ctx, gitexec.Spec{
-		Git: r.git(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)),
+		Git: r.GitPath(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)),
 		Args: append(append(append([]string{}, r.GlobalArgs...), "update-ref"), s.args.Raw...), Stdin: s.file,
 	}, out, errCollector{s})
 	out.flush()

@@ -87,6 +87,13 @@ func (in *invocation) settings() (settings.Settings, error) {
 		PushRebase: v.PushRebase, Ceiling: ceiling}, nil
 }
 
+// runnerConfig is what every Runner a command builds is configured with: the git, its
+// directories and environment, the settings (read once something has failed), and
+// the reporter's hooks.
+func (in *invocation) runnerConfig(lg *report.Log) settings.Config {
+	return settings.Config{Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note}
+}
+
 // log starts the reports of one run of command (internal/report).
 func (in *invocation) log(command string) *report.Log {
 	c := report.Config{

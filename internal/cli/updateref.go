@@ -36,10 +36,7 @@ func (c *UpdateRefCmd) Run(in *invocation) error {
 		stderr = lg.Stderr()
 	}
 	r := &transaction.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-		Settings:  in.settings,
-		OnAttempt: lg.Attempt,
-		Note:      lg.Note,
+		Config: in.runnerConfig(lg),
 		// The shim's git global options (shim.go).
 		GlobalArgs: c.GitArgs,
 		Group:      c.group(in),
