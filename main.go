@@ -17,7 +17,7 @@ import (
 
 func main() {
 	var sig cli.Signals
-	code := cli.Main(sig.Context(), os.Args, cli.Streams{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Environ())
+	code := cli.Main(sig.Context(), sig.Arm, os.Args, cli.Streams{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Environ())
 	if n := sig.Caught(); n != 0 {
 		code = 128 + n // as a shell reports a death by signal
 	}

@@ -20,6 +20,20 @@ import (
 // executable, or the system refused a new process.
 var ErrGitNotFound = errors.New("git could not be started")
 
+// ExitGitNotFound is the exit code of a run whose git could not be started, as a
+// shell's for a command it could not run.
+const ExitGitNotFound = 127
+
+// ExitCode is the one rule for the exit code every Runner's Result gives, and
+// refretry exits with: ExitGitNotFound when err matches ErrGitNotFound, else code (the
+// run's own: git's final one, as a rule).
+func ExitCode(code int, err error) int {
+	if errors.Is(err, ErrGitNotFound) {
+		return ExitGitNotFound
+	}
+	return code
+}
+
 // Class is what kind of failure a command ended with. Each command uses the classes
 // that fit it; Retryable says which another identical attempt may get past.
 type Class string

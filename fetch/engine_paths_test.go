@@ -124,11 +124,17 @@ func (f *fetchRepos) run(t *testing.T, policy retry.Policy) fetchResult {
 	t.Helper()
 	res := fetchResult{attempts: &fakegittest.Attempts{}, clock: fakegittest.NewClock()}
 	p := &Runner{
-		Git: f.fake.Bin, Dirs: []string{f.clone}, Env: f.fake.Env(f.env),
-		Settings: func() (settings.Settings, error) {
-			return settings.Settings{Policy: policy, StaleAfter: settings.DefaultStaleAfter}, nil
+		Config: settings.Config{
+			Git:  f.fake.Bin,
+			Dirs: []string{f.clone},
+			Env:  f.fake.Env(f.env),
+			Settings: func() (settings.Settings, error) {
+				return settings.Settings{Policy: policy, StaleAfter: settings.DefaultStaleAfter}, nil
+			},
+			OnAttempt: res.attempts.Record,
+			Clock:     res.clock,
+			Rand:      fakegittest.Rand,
 		},
-		OnAttempt: res.attempts.Record, Clock: res.clock, Rand: fakegittest.Rand,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

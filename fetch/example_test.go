@@ -13,6 +13,7 @@ import (
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/fetch"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 )
 
 func ExampleClassify() {
@@ -61,11 +62,14 @@ func ExampleRunner() {
 	git("-C", results, "update-ref", "refs/ci/42/lint", "HEAD")
 
 	r := &fetch.Runner{
-		Dirs: []string{work}, Env: os.Environ(),
-		OnAttempt: func(a retry.Attempt) {
-			if !a.Final {
-				fmt.Println("retrying after", a.Err)
-			}
+		Config: settings.Config{
+			Dirs: []string{work},
+			Env:  os.Environ(),
+			OnAttempt: func(a retry.Attempt) {
+				if !a.Final {
+					fmt.Println("retrying after", a.Err)
+				}
+			},
 		},
 	}
 	ctx := context.Background()

@@ -21,37 +21,24 @@ import (
 // Runner runs `git fetch` invocations, retrying what another identical fetch can fix.
 // Its fields are its configuration, which Run only reads: one Runner may run any
 // number of fetches, one after another or at once.
+//
+// Its Config's Settings (the retry schedule and budget and the stale-lock settings)
+// is asked at most once a run: after the first failure that may be retried, or before
+// the first attempt when git waits on a server's Retry-After itself (an HTTP remote,
+// git 2.54+), since the budget bounds that wait. Their BreakStaleLocks removes a local
+// lock found stale and fetches again. Note is told of a stale lock removed.
 type Runner struct {
-	Git  string   // git executable: a path, or a name looked up in PATH ("" means "git")
-	Dirs []string // -C directories, in order
-	Env  []string // the caller's whole environment
+	settings.Config
 	// GlobalArgs are more of git's global options (`-c k=v`, `--git-dir=…`), given to
 	// every git fetch after the -C directories. refretry's own look at the repository
 	// (for reftable's lock) reads only Dirs and Env, so a caller that passes
 	// --git-dir here sets GIT_DIR in Env to the same value, as git itself does.
 	GlobalArgs []string
-
-	// Settings supplies the retry schedule and budget and the stale-lock settings.
-	// It is called at most once a run: after the first failure that may be retried, or
-	// before the first attempt when git waits on a server's Retry-After itself (an HTTP
-	// remote, git 2.54+), since the budget bounds that wait. nil means
-	// settings.Default(); its BreakStaleLocks removes a local lock found stale and
-	// fetches again.
-	Settings func() (settings.Settings, error)
-	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
-	// *failure.Error.
-	OnAttempt func(retry.Attempt)
-	// Note, if set, is told what refretry did besides fetching (a stale lock it
-	// removed), as a kind and a line.
-	Note func(kind, msg string)
-	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
-	Clock retry.Clock
-	Rand  func() float64
 }
 
 // Result is what a Run did.
 type Result struct {
-	ExitCode int // the exit code to exit with: git's final one
+	ExitCode int // the exit code to exit with: git's final one ([failure.ExitCode])
 	Attempts int
 }
 
@@ -67,7 +54,7 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 		return Result{ExitCode: 128}, err
 	}
 	f := &fetchRun{Runner: p, args: args, input: input, stdout: stdout, stderr: stderr}
-	f.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, remoteOf(args), httpconf.Floor{})
+	f.http = httpconf.Look(ctx, p.GitPath(), p.Dirs, p.Env, remoteOf(args), httpconf.Floor{})
 	f.env = gitexec.WithLockWait(f.http.Env(p.Env), gitexec.FirstLockWait)
 	eng := &engine.Engine{
 		Settings:  p.Settings,
@@ -75,7 +62,7 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 		Note:      p.Note, Clock: p.Clock, Rand: p.Rand,
 	}
 	code, err := eng.Run(ctx, f)
-	return Result{ExitCode: code, Attempts: f.attempts}, err
+	return Result{ExitCode: failure.ExitCode(code, err), Attempts: f.attempts}, err
 }
 
 func (p *Runner) onAttempt(a retry.Attempt) {
@@ -103,7 +90,7 @@ func (f *fetchRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 	if f.http.RateLimited() {
 		env = f.http.Attempt(env, a.Left())
 	}
-	cmd := gitexec.Command(ctx, f.git(), f.Dirs, env, full...)
+	cmd := gitexec.Command(ctx, f.GitPath(), f.Dirs, env, full...)
 	cmd.Stdin = f.input()
 	var err error
 	if f.last, err = gitexec.Capture(cmd); err != nil {
@@ -119,7 +106,7 @@ func (f *fetchRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 		if d, ok := repo.Discover(f.Dirs, f.Env); ok {
 			s, ok := d.Locate(f.Env, func() (string, error) {
 				args := append(append(make([]string, 0, len(f.GlobalArgs)+len(repo.StorageArgs)), f.GlobalArgs...), repo.StorageArgs...)
-				return repo.ReadStorage(gitexec.Command(ctx, f.git(), f.Dirs, f.Env, args...))
+				return repo.ReadStorage(gitexec.Command(ctx, f.GitPath(), f.Dirs, f.Env, args...))
 			})
 			if ok && s.Reftable() {
 				e.Lock.Path = s.ReftableLock()
@@ -133,7 +120,7 @@ func (f *fetchRun) Attempt(ctx context.Context, a *engine.Attempt) error {
 // ref still there points at an object git cannot read, which another attempt would
 // read no better.
 func (f *fetchRun) refGone(ctx context.Context, ref string) bool {
-	c, err := gitexec.Capture(gitexec.Command(ctx, f.git(), f.Dirs, f.Env, "show-ref", "--verify", "--quiet", ref))
+	c, err := gitexec.Capture(gitexec.Command(ctx, f.GitPath(), f.Dirs, f.Env, "show-ref", "--verify", "--quiet", ref))
 	return err == nil && c.Code == 1
 }
 
@@ -170,8 +157,6 @@ func readInput(stdin io.Reader, args []string) (func() io.Reader, error) {
 	}
 	return func() io.Reader { return bytes.NewReader(b) }, nil
 }
-
-func (p *Runner) git() string { return gitexec.Path(p.Git) }
 
 func writerOrDiscard(w io.Writer) io.Writer {
 	if w == nil {

@@ -226,9 +226,14 @@ func (w *world) run(configure func(*fetch.Runner), args ...string) result {
 	var mu sync.Mutex
 	var attempts []retry.Attempt
 	r := &fetch.Runner{
-		Git: w.c.git.Path, Dirs: []string{w.clone}, Env: w.env, Settings: policy(20),
-		OnAttempt: func(a retry.Attempt) { mu.Lock(); attempts = append(attempts, a); mu.Unlock() },
-		Note:      func(_, msg string) { mu.Lock(); fmt.Fprintf(&errOut, "refretry: %s\n", msg); mu.Unlock() },
+		Config: settings.Config{
+			Git:       w.c.git.Path,
+			Dirs:      []string{w.clone},
+			Env:       w.env,
+			Settings:  policy(20),
+			OnAttempt: func(a retry.Attempt) { mu.Lock(); attempts = append(attempts, a); mu.Unlock() },
+			Note:      func(_, msg string) { mu.Lock(); fmt.Fprintf(&errOut, "refretry: %s\n", msg); mu.Unlock() },
+		},
 	}
 	if configure != nil {
 		configure(r)

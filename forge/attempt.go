@@ -32,7 +32,7 @@ func (u *run) Attempt(ctx context.Context, a *engine.Attempt) error {
 			return err
 		}
 	}
-	landed, err := u.plan.Land(ctx, u.now())
+	landed, err := u.plan.Land(ctx, u.Now())
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (u *run) Final(err error) (int, error) {
 	defer cancel()
 	u.dropStage(ctx)
 	if errors.Is(err, failure.ErrGitNotFound) {
-		return 127, err
+		return failure.ExitGitNotFound, err
 	}
 	if err == nil {
 		u.finish(ctx)

@@ -66,11 +66,16 @@ func (j *job) gitIn(dir string, args ...string) string {
 // budget.
 func (j *job) runner(api forge.API) *forge.Runner {
 	return &forge.Runner{
-		Git: j.g.Path, Dirs: []string{j.dir}, Env: j.env, API: api,
-		Settings: func() (settings.Settings, error) {
-			return settings.Settings{Policy: retry.Policy{Timeout: 3 * time.Minute, InitialDelay: 5 * time.Millisecond,
-				MaxDelay: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
+		Config: settings.Config{
+			Git:  j.g.Path,
+			Dirs: []string{j.dir},
+			Env:  j.env,
+			Settings: func() (settings.Settings, error) {
+				return settings.Settings{Policy: retry.Policy{Timeout: 3 * time.Minute, InitialDelay: 5 * time.Millisecond,
+					MaxDelay: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
+			},
 		},
+		API: api,
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/engine"
@@ -13,14 +12,6 @@ import (
 	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/push"
 )
-
-// now is the run's clock.
-func (u *run) now() time.Time {
-	if u.Clock == nil {
-		return time.Now()
-	}
-	return u.Clock.Now()
-}
 
 // gitEnv is the environment of a git that talks to the remote: refretry's HTTP
 // settings, with git's own wait on a 429 bounded by what the budget leaves.

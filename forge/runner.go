@@ -48,34 +48,24 @@ func (a API) want() apicommit.Want {
 // another attempt can get past (see the package comment). Its fields are its
 // configuration, which Run only reads: one Runner may run any number of landings,
 // one after another or at once.
+//
+// Its Config's Env is the caller's whole environment, the token's variables
+// included. Settings supplies the retry schedule and budget, asked at most once a run
+// (after the first failure); as for push --rebase, a budget that is Progressive starts
+// over each time the branch moved under the run. Note is told what the Runner did
+// besides the requests (a replay onto a new head, the route, the commit landed, the
+// checkout moved), as a kind ("api") and a line.
 type Runner struct {
-	Git  string   // git executable ("" means "git")
-	Dirs []string // -C directories, in order
-	Env  []string // the caller's whole environment (the token's variables included)
-	API  API
-
-	// Settings supplies the retry schedule and budget, asked at most once a run (after
-	// the first failure); nil means settings.Default(). As for push --rebase, a
-	// budget that is Progressive starts over each time the branch moved under the run.
-	Settings func() (settings.Settings, error)
-	// OnAttempt, if set, is called after every attempt; a failed one's Err is a
-	// *failure.Error.
-	OnAttempt func(retry.Attempt)
-	// Note, if set, is told what the Runner did besides the requests (a replay onto a
-	// new head, the route, the commit landed, the checkout moved), as a kind ("api")
-	// and a line.
-	Note func(kind, msg string)
-	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
-	Clock retry.Clock
-	Rand  func() float64
+	settings.Config
+	API API
 }
 
 // Result is what a Run did.
 type Result struct {
 	// ExitCode is the code to exit with: 0 when the job's commits are on the branch,
 	// 1 when the forge refused them (a rule, a change its API cannot write, a replay
-	// that conflicts), 128 for anything else that ended the run, 129 for arguments
-	// Run cannot take.
+	// that conflicts), failure.ExitGitNotFound when git could not be started, 128 for
+	// anything else that ended the run, 129 for arguments Run cannot take.
 	ExitCode int
 	Ref      string // refs/heads/<branch>
 	// Commit is the commit the forge made last, which the branch held when it was
@@ -102,7 +92,7 @@ func (r *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 		stderr = io.Discard
 	}
 	u := &run{Runner: r, t: t, stderr: stderr, fresh: true,
-		repo: replay.Repo{Git: r.git(), Dirs: r.Dirs, Env: r.Env, Sign: &replay.Signing{Never: true}}}
+		repo: replay.Repo{Git: r.GitPath(), Dirs: r.Dirs, Env: r.Env, Sign: &replay.Signing{Never: true}}}
 	res := Result{Ref: "refs/heads/" + t.Branch}
 	if err := u.setup(ctx); err != nil {
 		res.ExitCode = exitCode(err)
@@ -126,18 +116,13 @@ func (r *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 	return res, err
 }
 
-func (r *Runner) git() string { return gitexec.Path(r.Git) }
-
 // exitCode is the code a run that ended with err before its attempts exits with.
 func exitCode(err error) int {
 	var f *failure.Error
-	switch {
-	case errors.Is(err, failure.ErrGitNotFound):
-		return 127
-	case errors.As(err, &f):
+	if errors.As(err, &f) {
 		return f.ExitCode
 	}
-	return 128
+	return failure.ExitCode(128, err)
 }
 
 // run is one Run: the engine's command.
@@ -178,7 +163,7 @@ func (u *run) setup(ctx context.Context) error {
 	if u.ep, err = apicommit.Resolve(raw, u.Env, u.API.want()); err != nil {
 		return configFailure(err.Error())
 	}
-	u.http = httpconf.Look(ctx, u.git(), u.Dirs, u.Env, u.t.Remote, httpconf.Floor{})
+	u.http = httpconf.Look(ctx, u.GitPath(), u.Dirs, u.Env, u.t.Remote, httpconf.Floor{})
 	u.env = u.http.Env(u.Env)
 	u.stage = "refs/refretry/api/" + u.t.Branch + "/" + uuid.NewString()
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/refretry/refretry/gather"
 	"github.com/refretry/refretry/internal/harness/testutil"
+	"github.com/refretry/refretry/settings"
 )
 
 // Each job of a matrix lands its commit on main through a gather: it stages the
@@ -44,8 +45,13 @@ func ExampleRunner() {
 	git("-C", work, "commit", "-q", "--allow-empty", "-m", "job 7's result")
 
 	r := &gather.Runner{
-		Git:  testutil.ExampleGit(), // git 2.40 or later: gather replays with merge-tree
-		Dirs: []string{work}, Env: env,
+		Config: settings.Config{
+			Git:  testutil.ExampleGit(),
+			Dirs: []string{work},
+			Env:  env,
+		},
+		// git 2.40 or later: gather replays with merge-tree
+
 	}
 	// The arguments of `git push file://… HEAD:main`, which the gather lands.
 	res, err := r.Run(context.Background(), []string{"file://" + remote, "HEAD:main"}, nil, nil, os.Stderr)
@@ -88,7 +94,7 @@ func ExampleRunner_Discard() {
 	id := "0190a8c2-3f40-7000-8000-000000000007"
 	git("-C", work, "push", "-q", remote, "HEAD:refs/refretry/gather/main/"+id)
 
-	r := &gather.Runner{Dirs: []string{work}, Env: os.Environ()}
+	r := &gather.Runner{Config: settings.Config{Dirs: []string{work}, Env: os.Environ()}}
 	ctx := context.Background()
 	list := func() {
 		l, err := r.List(ctx, remote, "main")

@@ -111,10 +111,14 @@ func newJob(t *testing.T, r *remote, name string, files map[string]string) job {
 
 func (j job) runner(r *remote, configure func(*gather.Runner)) *gather.Runner {
 	gr := &gather.Runner{
-		Git: r.g.Path, Dirs: []string{j.dir}, Env: j.env,
-		Settings: func() (settings.Settings, error) {
-			return settings.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
-				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
+		Config: settings.Config{
+			Git:  r.g.Path,
+			Dirs: []string{j.dir},
+			Env:  j.env,
+			Settings: func() (settings.Settings, error) {
+				return settings.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
+					MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
+			},
 		},
 	}
 	if configure != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/refretry/refretry/internal/apicommit"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
-	"github.com/refretry/refretry/internal/realtime"
 	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/push"
@@ -35,10 +34,21 @@ const (
 // package comment). Its fields are its configuration, which its methods only read: one
 // Runner may serve any number of calls, one after another or at once. What a call
 // pushes where, and its streams, are its arguments.
+//
+// Its Config's Settings supplies the budget and the staging push's retry schedule,
+// and is asked at the start of a run. The budget is its policy's Timeout, counted as
+// time in which the remote did not move (no wave landed, the branch stood still) up
+// to its Ceiling when the settings are Progressive, else a plain deadline. Note is
+// told what happened (staged, gathered, landed, a lease taken over, a staged commit
+// that is old), as a kind ("gather") and a line. OnAttempt is called after every push
+// the run makes: each attempt of the staging push, and each push that takes or lets
+// go a lease, lands a wave or removes a conflict or discarded ref (one attempt each,
+// Final; Number counts the run's pushes). Clock and Rand time and randomise every
+// wait of a run (its looks at the remote, a lease's age, the budget) and the staging
+// push's retries; a staged id carries the real time it was made at, which the age
+// rules (MaxAge, a note on an old one) compare with Clock's.
 type Runner struct {
-	Git  string   // git executable ("" means "git")
-	Dirs []string // -C directories, in order
-	Env  []string // the caller's whole environment
+	settings.Config
 
 	// MaxPerWave bounds the staged commits one gather takes, and so the refs one push
 	// updates (forges cap them); 0 means DefaultMaxPerWave.
@@ -64,26 +74,6 @@ type Runner struct {
 	// Land (`refretry gather land`). Result.Landed is then false, and ExitCode 0 once
 	// the commit is staged.
 	NoWait bool
-	// Settings supplies the budget and the staging push's retry schedule. The budget
-	// is its policy's Timeout, counted as time in which the remote did not move (no
-	// wave landed, the branch stood still) up to its Ceiling when the settings are
-	// Progressive, else a plain deadline. nil means settings.Default().
-	Settings func() (settings.Settings, error)
-
-	// Note, if set, is told what happened (staged, gathered, landed, a lease taken
-	// over, a staged commit that is old), as a kind ("gather") and a line.
-	Note func(kind, msg string)
-	// OnAttempt, if set, is called after every push the run makes: each attempt of
-	// the staging push, and each push that takes or lets go a lease, lands a wave or
-	// removes a conflict or discarded ref (one attempt each, Final; Number counts the
-	// run's pushes). A failed one's Err is a *failure.Error.
-	OnAttempt func(retry.Attempt)
-	// Clock and Rand time and randomise every wait of a run (its looks at the remote,
-	// a lease's age, the budget) and the staging push's retries; nil means real time
-	// and randomness. A staged id carries the real time it was made at, which the
-	// age rules (MaxAge, a note on an old one) compare with Clock's.
-	Clock retry.Clock
-	Rand  func() float64
 
 	// API, when set, has a gatherer land each wave through the forge's API (package
 	// forge's API says which forge, where and with what token) instead of pushing
@@ -97,7 +87,7 @@ type Runner struct {
 type Result struct {
 	// ExitCode is Run's exit code to exit with: 0 when the commit is on the branch,
 	// git's own when a push failed for good (the staging push, a wave the remote
-	// refused), 127 when git could not be started, 129 for arguments Run cannot take,
+	// refused), failure.ExitGitNotFound when git could not be started, 129 for arguments Run cannot take,
 	// else 1 (a conflict, a budget that ended, …).
 	ExitCode int
 	// Ref is the branch Run's arguments name, refs/heads/<branch> ("" when it could
@@ -283,12 +273,10 @@ func exitCode(err error) int {
 		return 0
 	case errors.As(err, &a):
 		return 129 // git's, for a usage mistake
-	case errors.Is(err, failure.ErrGitNotFound):
-		return 127 // a shell's "command not found"
 	case errors.As(err, &f) && f.ExitCode != 0:
 		return f.ExitCode
 	}
-	return 1
+	return failure.ExitCode(1, err)
 }
 
 // newRun is a run's state for r and t, writing to stderr, with what every command
@@ -296,25 +284,20 @@ func exitCode(err error) int {
 // process). The error says why it cannot run (a key too short, settings that do not
 // work); git is not asked about the repository here (replaying does that).
 func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) (*run, error) {
-	u := &run{Runner: r, t: t, n: newNames(t.branch), clock: r.Clock, random: r.Rand, perWave: r.maxPerWave(), errOut: stderr, untrusted: map[string]bool{}}
-	if u.clock == nil {
-		u.clock = realtime.Clock{}
-	}
-	if u.random == nil {
-		u.random = realtime.Float64
-	}
+	u := &run{Runner: r, t: t, n: newNames(t.branch), perWave: r.maxPerWave(), errOut: stderr, untrusted: map[string]bool{}}
+	u.clock, u.random = r.Clocks()
 	u.start = u.clock.Now()
 	u.moved = u.start
-	u.repo = replay.Repo{Git: r.git(), Dirs: r.Dirs, Env: r.Env}
+	u.repo = replay.Repo{Git: r.GitPath(), Dirs: r.Dirs, Env: r.Env}
 	if r.Key != nil && len(r.Key) < MinKeyLen {
 		return u, &KeyError{Len: len(r.Key)}
 	}
-	s, err := r.settingsOrDefault()
+	s, err := r.Load()
 	if err != nil {
 		return u, err
 	}
 	u.policy, u.progressive, u.ceiling = s.Policy, s.Progressive(), s.Ceiling
-	u.http = httpconf.Look(ctx, r.git(), r.Dirs, r.Env, t.remote, httpconf.Floor{})
+	u.http = httpconf.Look(ctx, r.GitPath(), r.Dirs, r.Env, t.remote, httpconf.Floor{})
 	u.env = u.http.Env(r.Env)
 	return u, nil
 }
@@ -325,7 +308,7 @@ func (r *Runner) newRun(ctx context.Context, t target, stderr io.Writer) (*run, 
 func (u *run) replaying(ctx context.Context) error {
 	if !u.repo.AtLeast(ctx, 2, 40) {
 		return fmt.Errorf("gather needs git 2.40 or later (merge-tree --merge-base); %s is %s",
-			u.git(), gitexec.Version(ctx, u.git(), u.Env))
+			u.GitPath(), gitexec.Version(ctx, u.GitPath(), u.Env))
 	}
 	u.shallow, u.boundary = u.shallowness(ctx)
 	if u.API != nil {
@@ -372,15 +355,6 @@ func (u *run) cleanup() {
 	cmd := u.repo.Command(ctx, u.Env, "update-ref", "--stdin")
 	cmd.Stdin = strings.NewReader(out + "\n")
 	_ = cmd.Run() // best effort: they are refretry's own, and harmless
-}
-
-func (r *Runner) git() string { return gitexec.Path(r.Git) }
-
-func (r *Runner) settingsOrDefault() (settings.Settings, error) {
-	if r.Settings == nil {
-		return settings.Default(), nil
-	}
-	return r.Settings()
 }
 
 func (r *Runner) notify(format string, a ...any) {
@@ -491,15 +465,22 @@ func (u *run) stage(ctx context.Context, commit string) (held bool, err error) {
 	ref := u.n.staged(id)
 	var out, errOut bytes.Buffer
 	p := &push.Runner{
-		Git: u.git(), Dirs: u.Dirs, Env: u.Env, NoAtomic: true,
-		Settings: func() (settings.Settings, error) { return settings.Settings{Policy: u.stagingPolicy()}, nil },
-		OnAttempt: func(a retry.Attempt) {
-			u.res.Pushes++
-			if u.OnAttempt != nil {
-				u.OnAttempt(a)
-			}
+		Config: settings.Config{
+			Git:      u.GitPath(),
+			Dirs:     u.Dirs,
+			Env:      u.Env,
+			Settings: func() (settings.Settings, error) { return settings.Settings{Policy: u.stagingPolicy()}, nil },
+			OnAttempt: func(a retry.Attempt) {
+				u.res.Pushes++
+				if u.OnAttempt != nil {
+					u.OnAttempt(a)
+				}
+			},
+			Note:  u.Note,
+			Clock: u.clock,
+			Rand:  u.random,
 		},
-		Note: u.Note, Clock: u.clock, Rand: u.random,
+		NoAtomic: true,
 	}
 	args := append(append([]string(nil), u.t.options...), "--porcelain")
 	specs := []string{commit + ":" + ref}

@@ -134,11 +134,17 @@ func (p *pushRepos) run(t *testing.T, policy retry.Policy, rebase bool) pushResu
 	t.Helper()
 	res := pushResult{attempts: &fakegittest.Attempts{}, clock: fakegittest.NewClock()}
 	r := &Runner{
-		Git: p.fake.Bin, Dirs: []string{p.work}, Env: p.fake.Env(p.env), Rebase: rebase,
-		Settings:  func() (settings.Settings, error) { return settings.Settings{Policy: policy}, nil },
-		OnAttempt: res.attempts.Record,
-		Note:      func(kind, msg string) { res.notes = append(res.notes, kind+": "+msg) },
-		Clock:     res.clock, Rand: fakegittest.Rand,
+		Config: settings.Config{
+			Git:       p.fake.Bin,
+			Dirs:      []string{p.work},
+			Env:       p.fake.Env(p.env),
+			Settings:  func() (settings.Settings, error) { return settings.Settings{Policy: policy}, nil },
+			OnAttempt: res.attempts.Record,
+			Note:      func(kind, msg string) { res.notes = append(res.notes, kind+": "+msg) },
+			Clock:     res.clock,
+			Rand:      fakegittest.Rand,
+		},
+		Rebase: rebase,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

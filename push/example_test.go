@@ -13,6 +13,7 @@ import (
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/push"
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 )
 
 func ExampleClassify() {
@@ -87,13 +88,17 @@ func ExampleRunner() {
 	git("-C", test, "commit", "-q", "--allow-empty", "-m", "test: ok")
 
 	p := &push.Runner{
-		Dirs: []string{test}, Env: env, Rebase: true,
-		OnAttempt: func(a retry.Attempt) {
-			var f *failure.Error
-			if errors.As(a.Err, &f) {
-				fmt.Printf("attempt %d: %s\n", a.Number, f.Class)
-			}
+		Config: settings.Config{
+			Dirs: []string{test},
+			Env:  env,
+			OnAttempt: func(a retry.Attempt) {
+				var f *failure.Error
+				if errors.As(a.Err, &f) {
+					fmt.Printf("attempt %d: %s\n", a.Number, f.Class)
+				}
+			},
 		},
+		Rebase: true,
 	}
 	var stderr bytes.Buffer // git's human table of the final attempt
 	res, err := p.Run(context.Background(), []string{"origin", "main"}, nil, os.Stdout, &stderr)

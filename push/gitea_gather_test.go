@@ -34,13 +34,17 @@ func TestGiteaGatherKey(t *testing.T) {
 	job.commit("result", "r")
 	var notes []string
 	r := &gather.Runner{
-		Git: g.Path, Dirs: []string{job.dir}, Env: job.env,
-		Key: []byte("gitea-test-gather-key-0123456789"),
-		Settings: func() (settings.Settings, error) {
-			return settings.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
-				MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
+		Config: settings.Config{
+			Git:  g.Path,
+			Dirs: []string{job.dir},
+			Env:  job.env,
+			Settings: func() (settings.Settings, error) {
+				return settings.Settings{Policy: retry.Policy{Timeout: 2 * time.Minute, MaxAttempts: 10, InitialDelay: time.Millisecond,
+					MaxDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.5}}, nil
+			},
+			Note: func(_, msg string) { notes = append(notes, msg) },
 		},
-		Note: func(_, msg string) { notes = append(notes, msg) },
+		Key: []byte("gitea-test-gather-key-0123456789"),
 	}
 	res, err := r.Run(context.Background(), []string{"origin", "main"}, nil, nil, nil)
 	if err != nil || !res.Landed {

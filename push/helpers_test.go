@@ -235,11 +235,15 @@ func (c *client) pusher(policy retry.Policy, configure func(*push.Runner)) (*pus
 	r := &run{}
 	var mu sync.Mutex
 	p := &push.Runner{
-		Git: c.git.Path, Dirs: []string{c.dir}, Env: c.env,
-		Settings:  func() (settings.Settings, error) { return settings.Settings{Policy: policy}, nil },
-		OnAttempt: func(a retry.Attempt) { mu.Lock(); r.attempts = append(r.attempts, a); mu.Unlock() },
-		Note:      func(_, m string) { mu.Lock(); r.notes = append(r.notes, m); mu.Unlock() },
-		Clock:     &instantClock{},
+		Config: settings.Config{
+			Git:       c.git.Path,
+			Dirs:      []string{c.dir},
+			Env:       c.env,
+			Settings:  func() (settings.Settings, error) { return settings.Settings{Policy: policy}, nil },
+			OnAttempt: func(a retry.Attempt) { mu.Lock(); r.attempts = append(r.attempts, a); mu.Unlock() },
+			Note:      func(_, m string) { mu.Lock(); r.notes = append(r.notes, m); mu.Unlock() },
+			Clock:     &instantClock{},
+		},
 	}
 	if configure != nil {
 		configure(p)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/refretry/refretry/internal/harness/testutil"
+	"github.com/refretry/refretry/settings"
 )
 
 func TestPlanFromArgs(t *testing.T) {
@@ -13,7 +14,7 @@ func TestPlanFromArgs(t *testing.T) {
 	r := testutil.NewRepo(t, testutil.NewGit(t), "files")
 	r.Run("tag", "v1")
 	r.Run("branch", "side")
-	p := &Runner{Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env}
+	p := &Runner{Config: settings.Config{Git: r.Git.Path, Dirs: []string{r.Dir}, Env: r.Env}}
 	tests := []struct {
 		args []string
 		want string

@@ -274,7 +274,7 @@ func shortRef(ref string) string { return strings.TrimPrefix(ref, "refs/heads/")
 
 // repo is the repository the push runs in, for replays and the reads around them.
 func (p *Runner) repo() replay.Repo {
-	return replay.Repo{Git: p.git(), Dirs: p.Dirs, GlobalArgs: p.GlobalArgs, Env: p.Env}
+	return replay.Repo{Git: p.GitPath(), Dirs: p.Dirs, GlobalArgs: p.GlobalArgs, Env: p.Env}
 }
 
 // output runs git and returns its trimmed standard output.

@@ -18,10 +18,16 @@ import (
 // Runner runs `git push` invocations, retrying what can succeed on another attempt.
 // Its fields are its configuration, which Run only reads: one Runner may run any
 // number of pushes, one after another or at once.
+//
+// Its Config's Settings supplies the retry schedule and budget (the stale-lock
+// settings do not apply: a remote lock is the server's). It is asked at most once a
+// run: after the first failure that may be retried, or before the first attempt when
+// git waits on a server's Retry-After itself (an HTTP remote, git 2.54+), since the
+// budget bounds that wait. Note is told what the Runner did besides pushing (a
+// rebase, a regeneration, a success proved by comparing the remote with what was
+// pushed).
 type Runner struct {
-	Git  string   // git executable: a path, or a name looked up in PATH ("" means "git")
-	Dirs []string // -C directories, in order
-	Env  []string // the caller's whole environment
+	settings.Config
 	// GlobalArgs are more of git's global options (`-c k=v`, `--git-dir=…`), given to
 	// every git the push runs, after the -C directories (the shim's `git -c k=v push`).
 	// A caller that passes --git-dir here sets GIT_DIR in Env to the same value, as git
@@ -61,23 +67,6 @@ type Runner struct {
 	// every attempt (progress.go).
 	Progress bool
 
-	// Settings supplies the retry schedule and budget (the stale-lock settings do not
-	// apply: a remote lock is the server's). It is called at most once a run: after
-	// the first failure that may be retried, or before the first attempt when git waits
-	// on a server's Retry-After itself (an HTTP remote, git 2.54+), since the budget
-	// bounds that wait. nil means settings.Default().
-	Settings func() (settings.Settings, error)
-	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
-	// *failure.Error.
-	OnAttempt func(retry.Attempt)
-	// Note, if set, is told what the Runner did besides pushing (a rebase, a
-	// regeneration, a success proved by comparing the remote with what was pushed),
-	// as a kind and a line.
-	Note func(kind, msg string)
-	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
-	Clock retry.Clock
-	Rand  func() float64
-
 	// stallFloor is given to git unless the caller configured one; the zero value
 	// means httpconf.Default. Only the tests change it (export_test.go): a caller
 	// sets its own floor as git takes it, in Env or git config.
@@ -87,7 +76,7 @@ type Runner struct {
 // Result is what a Run did.
 type Result struct {
 	// ExitCode is the exit code to exit with: git's final one, 0 for a success proved
-	// by verification, 1 when a rebase or regeneration failed.
+	// by verification, 1 when a rebase or regeneration failed ([failure.ExitCode]).
 	ExitCode int
 	// Report is the final attempt's porcelain (for a success proved by verification,
 	// the verified refs, up to date).
@@ -110,9 +99,11 @@ type Result struct {
 func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	r := &pushRun{Runner: p, args: ParseArgs(args), stdout: stdout, stderr: stderr, rebase: p.Rebase}
 	if r.args.Usage {
-		return p.usage(ctx, r.args, stdout, stderr)
+		res, err := p.usage(ctx, r.args, stdout, stderr)
+		res.ExitCode = failure.ExitCode(res.ExitCode, err)
+		return res, err
 	}
-	r.http = httpconf.Look(ctx, p.git(), p.Dirs, p.Env, r.args.Remote, p.stallFloor)
+	r.http = httpconf.Look(ctx, p.GitPath(), p.Dirs, p.Env, r.args.Remote, p.stallFloor)
 	r.env = r.http.Env(p.Env)
 	eng := &engine.Engine{
 		Settings: p.Settings,
@@ -125,7 +116,7 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 		Note: p.Note, Clock: p.Clock, Rand: p.Rand,
 	}
 	code, err := eng.Run(ctx, r)
-	return Result{ExitCode: code, Report: r.report, Attempts: r.attempts}, err
+	return Result{ExitCode: failure.ExitCode(code, err), Report: r.report, Attempts: r.attempts}, err
 }
 
 // usage runs git push once with the caller's arguments as they are (no --porcelain,
@@ -146,13 +137,11 @@ func (p *Runner) usage(ctx context.Context, args Args, stdout, stderr io.Writer)
 	return Result{}, nil
 }
 
-func (p *Runner) git() string { return gitexec.Path(p.Git) }
-
 func (p *Runner) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
 	if len(p.GlobalArgs) > 0 {
 		args = append(append(make([]string, 0, len(p.GlobalArgs)+len(args)), p.GlobalArgs...), args...)
 	}
-	return gitexec.Command(ctx, p.git(), p.Dirs, env, args...)
+	return gitexec.Command(ctx, p.GitPath(), p.Dirs, env, args...)
 }
 
 // pushRun is one Run: the engine's command.

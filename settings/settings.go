@@ -1,11 +1,13 @@
 // Package settings is what every refretry command reads only once something has
 // failed: the retry budget and schedule, the stale-lock policy, and whether a push
-// that lost a race is rebased. The runners of
-// packages transaction, push, fetch and gather take it alike, as a function of their
-// Runner (Settings func() (settings.Settings, error)), so that reading it (from git
-// config, say) costs nothing when the first attempt succeeds.
+// that lost a race is rebased; and [Config], the configuration every Runner (of
+// packages transaction, push, fetch, gather and forge) embeds, with the defaults of
+// its zero fields decided once. A Runner takes the settings as a function
+// (Config.Settings), so that reading them (from git config, say) costs nothing when
+// the first attempt succeeds.
 //
-// It is a package of its own, with nothing below it but package retry, so that a
+// It is a package of its own, with nothing below it but package retry (and the real
+// clock retry uses too, internal/realtime), so that a
 // caller of push, fetch or gather sets a budget without importing transaction, and so
 // that refretry's one attempt loop (internal/engine) reads the very type the Runners
 // take. It is not part of package [retry] because retry knows nothing about git, and a

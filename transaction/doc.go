@@ -17,6 +17,11 @@
 //     file) and replayed whole on each attempt. With start/prepare/commit/abort, the
 //     caller's stream is proxied: a lock failure is retried by replaying the
 //     transaction in a fresh git, and the caller sees each "<verb>: ok" once, in order.
+//   - With [Runner.Group], a one-ref update may join its repository's group commit
+//     (docs/coalescing.md): one process's git commits the updates of everyone
+//     queued, and an update the group does not take runs the usual way. A Runner
+//     does exactly what the refretry command does; the command only fills in its
+//     fields.
 //   - Output is git's, from the final attempt only; the exit code is git's.
 //   - git runs with LC_ALL=C and without LANGUAGE, and is sent SIGTERM (never SIGKILL)
 //     when the context is cancelled, so it removes its own lock files.

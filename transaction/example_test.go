@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/refretry/refretry/retry"
+	"github.com/refretry/refretry/settings"
 	"github.com/refretry/refretry/transaction"
 )
 
@@ -55,11 +56,15 @@ func ExampleRunner() {
 	oid := strings.TrimSpace(string(out))
 
 	r := &transaction.Runner{
-		Git: "git", Dirs: []string{dir}, Env: os.Environ(),
-		OnAttempt: func(a retry.Attempt) {
-			if !a.Final {
-				fmt.Println("retrying after", a.Err)
-			}
+		Config: settings.Config{
+			Git:  "git",
+			Dirs: []string{dir},
+			Env:  os.Environ(),
+			OnAttempt: func(a retry.Attempt) {
+				if !a.Final {
+					fmt.Println("retrying after", a.Err)
+				}
+			},
 		},
 	}
 	ctx := context.Background()

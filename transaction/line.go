@@ -31,7 +31,8 @@ import (
 // onWait is called before the wait, only when there is one.
 //
 // Anyone who can open dir can take its flock, another user too: a line whose holder
-// is not of this user (heldByOtherUser) is no line of this user's processes, and the
+// is not of this user (heldByOther says so: platform.LockHeldByOtherUser, or a
+// test's count of its calls) is no line of this user's processes, and the
 // caller goes ahead, as without it. Who holds the line is looked up only while dir
 // is quiet (dirChange): each look reads /proc/locks, whose size grows with the
 // number of waiters, so every waiter looking every second cost a storm of 600 writers
@@ -41,7 +42,7 @@ import (
 // least every lineLook whatever dir does; so a process of another user that takes
 // the line delays an attempt by about lineCheck while nothing else is written there
 // (docs/security.md).
-func waitInLine(ctx context.Context, dir string, patience func(waited time.Duration) time.Duration, onWait func()) (leave func(), queued bool) {
+func waitInLine(ctx context.Context, dir string, patience func(waited time.Duration) time.Duration, onWait func(), heldByOther func(*os.File) bool) (leave func(), queued bool) {
 	nop := func() {}
 	f, err := openDir(dir)
 	if err != nil {
@@ -55,7 +56,7 @@ func waitInLine(ctx context.Context, dir string, patience func(waited time.Durat
 	}
 	changed, quiet := dirChange(f)
 	looked := time.Now()
-	if quiet && heldByOtherUser(f) {
+	if quiet && heldByOther(f) {
 		f.Close()
 		return nop, true
 	}
@@ -82,7 +83,7 @@ func waitInLine(ctx context.Context, dir string, patience func(waited time.Durat
 				continue
 			}
 			looked = time.Now()
-			if !heldByOtherUser(f) {
+			if !heldByOther(f) {
 				continue
 			}
 		case <-t.C:
@@ -106,9 +107,6 @@ const (
 	lineCheck = time.Second
 	lineLook  = 10 * time.Second
 )
-
-// heldByOtherUser is platform.LockHeldByOtherUser; a test counts its calls.
-var heldByOtherUser = platform.LockHeldByOtherUser
 
 // dirChange is when dir (open as f) last changed, and whether that was lineCheck ago
 // or longer (also when it cannot be told: then a look is never skipped for it).

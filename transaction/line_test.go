@@ -23,13 +23,13 @@ func TestLineOrder(t *testing.T) {
 	ctx := context.Background()
 	forever := func(time.Duration) time.Duration { return time.Hour }
 
-	leave1, queued := waitInLine(ctx, dir, forever, nop)
+	leave1, queued := waitInLine(ctx, dir, forever, nop, platform.LockHeldByOtherUser)
 	if queued {
 		t.Fatal("first in an empty line reported queueing")
 	}
 	got := make(chan bool)
 	go func() {
-		leave2, queued := waitInLine(ctx, dir, forever, nop)
+		leave2, queued := waitInLine(ctx, dir, forever, nop, platform.LockHeldByOtherUser)
 		defer leave2()
 		got <- queued
 	}()
@@ -50,8 +50,8 @@ func TestLinePatience(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
-	leave1, _ := waitInLine(ctx, dir, nil, nop)
-	leave2, queued := waitInLine(ctx, dir, func(w time.Duration) time.Duration { return max(50*time.Millisecond-w, 0) }, nop)
+	leave1, _ := waitInLine(ctx, dir, nil, nop, platform.LockHeldByOtherUser)
+	leave2, queued := waitInLine(ctx, dir, func(w time.Duration) time.Duration { return max(50*time.Millisecond-w, 0) }, nop, platform.LockHeldByOtherUser)
 	if !queued {
 		t.Fatal("an occupied line was not noticed")
 	}
@@ -60,7 +60,7 @@ func TestLinePatience(t *testing.T) {
 	// The abandoned wait must have let go: a third process gets the line at once.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		leave3, queued := waitInLine(ctx, dir, func(time.Duration) time.Duration { return 0 }, nop)
+		leave3, queued := waitInLine(ctx, dir, func(time.Duration) time.Duration { return 0 }, nop, platform.LockHeldByOtherUser)
 		leave3()
 		if !queued {
 			break
@@ -77,7 +77,7 @@ func TestLinePatience(t *testing.T) {
 func TestLineCanceled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	leave1, _ := waitInLine(context.Background(), dir, nil, nop)
+	leave1, _ := waitInLine(context.Background(), dir, nil, nop, platform.LockHeldByOtherUser)
 	ctx, cancel := context.WithCancel(context.Background())
 	waiting := make(chan struct{})
 	type result struct {
@@ -86,7 +86,7 @@ func TestLineCanceled(t *testing.T) {
 	}
 	done := make(chan result)
 	go func() {
-		leave, queued := waitInLine(ctx, dir, func(time.Duration) time.Duration { return time.Hour }, func() { close(waiting) })
+		leave, queued := waitInLine(ctx, dir, func(time.Duration) time.Duration { return time.Hour }, func() { close(waiting) }, platform.LockHeldByOtherUser)
 		done <- result{queued, leave}
 	}()
 	<-waiting
@@ -105,7 +105,7 @@ func TestLineCanceled(t *testing.T) {
 	// The canceled waiter must not take the line later: a probe gets it at once.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		leave3, queued := waitInLine(context.Background(), dir, func(time.Duration) time.Duration { return 0 }, nop)
+		leave3, queued := waitInLine(context.Background(), dir, func(time.Duration) time.Duration { return 0 }, nop, platform.LockHeldByOtherUser)
 		leave3()
 		if !queued {
 			break
@@ -147,7 +147,7 @@ func TestLineReleasedOnDeath(t *testing.T) {
 	}
 	// The holder dies once this process has queued behind it.
 	killHolder := func() { _ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) }
-	leave, queued := waitInLine(context.Background(), dir, func(w time.Duration) time.Duration { return max(20*time.Second-w, 0) }, killHolder)
+	leave, queued := waitInLine(context.Background(), dir, func(w time.Duration) time.Duration { return max(20*time.Second-w, 0) }, killHolder, platform.LockHeldByOtherUser)
 	if !queued {
 		t.Error("the wait behind a live holder did not queue")
 	}
@@ -199,7 +199,7 @@ func TestLineForeignHolder(t *testing.T) {
 	}
 	got := make(chan bool, 1)
 	go func() {
-		leave, queued := waitInLine(context.Background(), dir, func(time.Duration) time.Duration { return time.Hour }, nop)
+		leave, queued := waitInLine(context.Background(), dir, func(time.Duration) time.Duration { return time.Hour }, nop, platform.LockHeldByOtherUser)
 		leave()
 		got <- queued
 	}()
@@ -219,7 +219,7 @@ func TestLineForeignHolder(t *testing.T) {
 // TestLineLooksWhenQuiet: a waiter looks up who holds the line (a read of
 // /proc/locks on Linux) only while the line's directory is still, not every second
 // while writes land in it: at 600 waiters those looks cost seconds of CPU. Not
-// parallel: it counts calls through the package's heldByOtherUser.
+// parallel: it times how often a waiter looks.
 func TestLineLooksWhenQuiet(t *testing.T) {
 	dir := t.TempDir()
 	holder, err := openDir(dir)
@@ -232,8 +232,7 @@ func TestLineLooksWhenQuiet(t *testing.T) {
 	}
 	var mu sync.Mutex
 	looks := 0
-	defer func(f func(*os.File) bool) { heldByOtherUser = f }(heldByOtherUser)
-	heldByOtherUser = func(f *os.File) bool {
+	looksAt := func(f *os.File) bool {
 		if f.Name() == dir {
 			mu.Lock()
 			looks++
@@ -245,7 +244,7 @@ func TestLineLooksWhenQuiet(t *testing.T) {
 		mu.Lock()
 		looks = 0
 		mu.Unlock()
-		leave, queued := waitInLine(context.Background(), dir, func(waited time.Duration) time.Duration { return d - waited }, nop)
+		leave, queued := waitInLine(context.Background(), dir, func(waited time.Duration) time.Duration { return d - waited }, nop, looksAt)
 		leave()
 		if !queued {
 			t.Error("the line this test holds was reported free")

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/refretry/refretry/failure"
-	"github.com/refretry/refretry/internal/cliopts"
 	"github.com/refretry/refretry/internal/engine"
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/lockfile"
+	"github.com/refretry/refretry/internal/platform"
 	"github.com/refretry/refretry/internal/repo"
 	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
@@ -24,42 +24,45 @@ import (
 // Runner runs `git update-ref` invocations, retrying lock contention. Its fields are
 // its configuration, which Run only reads: one Runner may run any number of updates,
 // one after another or at once.
+//
+// Its Config's Settings is asked at most once a run, after the first lock-contention
+// failure (or when a wait for a group's leader is long); their BreakStaleLocks
+// removes a lock found stale, then retries (docs/reliability.md). Note is told of a
+// stale lock removed.
 type Runner struct {
-	Git  string   // git executable: a path, or a name looked up in PATH ("" means "git")
-	Dirs []string // -C directories, in order
-	Env  []string // the caller's whole environment
+	settings.Config
 	// GlobalArgs are more of git's global options (`-c k=v`, `--git-dir=…`), given to
 	// every git the Runner starts, after the -C directories. The in-process lookup of
 	// the repository reads only Dirs and Env, so a caller that passes --git-dir here
 	// sets GIT_DIR in Env to the same value, as git itself does.
 	GlobalArgs []string
 
-	// Settings supplies the retry policy and the stale-lock settings. It is called at
-	// most once a run, after the first lock-contention failure, so that reading them
-	// (from git config, say) costs nothing when the first attempt succeeds. nil means
-	// settings.Default(); its BreakStaleLocks removes a lock found stale, then retries
-	// (docs/reliability.md).
-	Settings func() (settings.Settings, error)
-
-	// OnAttempt, if set, is called after every attempt; Attempt.Err is a
-	// *failure.Error.
-	OnAttempt func(retry.Attempt)
-	// Note, if set, is told what the Runner did besides running git (a stale lock it
-	// removed), as a kind and a line.
-	Note func(kind, msg string)
-	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
-	Clock retry.Clock
-	Rand  func() float64
+	// Group, if set, lets a one-ref update join its repository's group commit (see
+	// Group); nil means never: each update runs its own git. refretry sets it unless
+	// coalescing is switched off.
+	Group *Group
+	// CountRefs makes a --stdin run count the updates of its input, for Result's
+	// Updates and Refs (a regular file is then read once more, at the end).
+	CountRefs bool
+	// BeforeWait, if set, is called once a run, before it first waits for something
+	// other than a single git attempt: a retry, a place in the line, a --stdin
+	// session or a git run with the caller's streams. refretry starts catching
+	// signals there, so that an update that needs one git pays nothing for it.
+	BeforeWait func()
 }
 
 // Result is what a Run did.
 type Result struct {
-	ExitCode int // the exit code to exit with: git's final one
+	ExitCode int // the exit code to exit with: git's final one ([failure.ExitCode])
 	Attempts int
 	// Updates is how many ref updates the command asked for (the one of the one-ref
-	// forms); -1 when not counted (a --stdin input). Refs are the first 20 of them.
+	// forms); -1 when not counted (a --stdin input without CountRefs). Refs are the
+	// first 20 of them.
 	Updates int
 	Refs    []string
+	// Backend is the format of the repository's ref store ("files", "reftable") when
+	// the run looked it up (to join a group, or to find a lock); "" otherwise.
+	Backend string
 }
 
 // maxRefs bounds Result.Refs.
@@ -69,12 +72,15 @@ const maxRefs = 20
 // change, and the state of this call alone.
 type run struct {
 	*Runner
-	cli            cliopts.UpdateRef // what the refretry command set for this run
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	attempts       int
 	waitOnce       sync.Once
+	settingsKnown  bool // s and sErr have been asked for
+	s              settings.Settings
+	sErr           error
 	discovery      *repo.Dirs // discovered's answer once looked up; zero when not found
+	found          repo.Store // the store the group join found; zero when it did not
 	repoKnown      bool       // repoDirs has been looked up
 	repoDirs       repo.Dirs  // "" when unknown
 	storeKnown     bool       // refStore has been looked up
@@ -93,14 +99,15 @@ type run struct {
 // *os.File or a pipe, after Run to release it). git's stdout and stderr reach stdout
 // and stderr as git wrote them, from the final attempt only. The error is a
 // *failure.Error, a *retry.ExhaustedError or *retry.ResolveError wrapping one, or an
-// error matching [failure.ErrGitNotFound].
+// error matching [failure.ErrGitNotFound]; an update that joined a group commit
+// (Runner.Group) may also end with an [*UnknownError].
 func (rr *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
-	return rr.run(ctx, ParseArgs(args), stdin, stdout, stderr)
+	return rr.RunArgs(ctx, ParseArgs(args), stdin, stdout, stderr)
 }
 
-// run is Run with the arguments read.
-func (rr *Runner) run(ctx context.Context, args Args, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
-	r := &run{Runner: rr, cli: cliopts.UpdateRefOf(ctx), stdin: stdin, stdout: writerOr(stdout), stderr: writerOr(stderr)}
+// RunArgs is Run with the arguments read already, by [ParseArgs].
+func (rr *Runner) RunArgs(ctx context.Context, args Args, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	r := &run{Runner: rr, stdin: stdin, stdout: writerOr(stdout), stderr: writerOr(stderr)}
 	var res Result
 	var err error
 	switch {
@@ -113,7 +120,7 @@ func (rr *Runner) run(ctx context.Context, args Args, stdin io.Reader, stdout, s
 	default:
 		res, err = r.single(ctx, args)
 	}
-	res.Attempts = r.attempts
+	res.ExitCode, res.Attempts, res.Backend = failure.ExitCode(res.ExitCode, err), r.attempts, r.backend()
 	return res, err
 }
 
@@ -126,34 +133,41 @@ func writerOr(w io.Writer) io.Writer {
 
 // engine is the attempt loop for this run.
 func (r *run) engine() *engine.Engine {
-	return &engine.Engine{
-		Settings: r.Runner.Settings,
-		OnAttempt: func(a retry.Attempt) {
-			r.attempts++
-			if r.OnAttempt != nil {
-				r.OnAttempt(a)
-			}
-		},
-		Note: r.Note, Clock: r.Clock, Rand: r.Rand,
+	return &engine.Engine{Settings: r.settings, OnAttempt: r.attempted, Note: r.Note, Clock: r.Clock, Rand: r.Rand}
+}
+
+// attempted counts an attempt and reports it.
+func (r *run) attempted(a retry.Attempt) {
+	r.attempts++
+	if r.OnAttempt != nil {
+		r.OnAttempt(a)
 	}
+}
+
+// settings are the Runner's settings, asked for at most once a run (the wait for a
+// group's leader and the retry loop both ask).
+func (r *run) settings() (settings.Settings, error) {
+	if !r.settingsKnown {
+		r.settingsKnown = true
+		r.s, r.sErr = r.Load()
+	}
+	return r.s, r.sErr
 }
 
 func (r *run) command(ctx context.Context, args ...string) *exec.Cmd {
 	if len(r.GlobalArgs) > 0 { // GlobalArgs
 		args = append(append(make([]string, 0, len(r.GlobalArgs)+len(args)), r.GlobalArgs...), args...)
 	}
-	return gitexec.Command(ctx, r.git(), r.Dirs, r.Env, args...)
+	return gitexec.Command(ctx, r.GitPath(), r.Dirs, r.Env, args...)
 }
-
-func (r *run) git() string { return gitexec.Path(r.Git) }
 
 func (r *run) updateRef(ctx context.Context, args Args) *exec.Cmd {
 	return r.command(ctx, append([]string{"update-ref"}, args.Raw...)...)
 }
 
 func (r *run) beforeWait() {
-	if r.cli.BeforeWait != nil {
-		r.waitOnce.Do(r.cli.BeforeWait)
+	if r.BeforeWait != nil {
+		r.waitOnce.Do(r.BeforeWait)
 	}
 }
 
@@ -205,7 +219,7 @@ func (r *run) enterLine(ctx context.Context, a *engine.Attempt, ready bool) (lea
 	if r.lineDir == "" || !ready {
 		return func() {}
 	}
-	leave, _ = waitInLine(ctx, r.lineDir, func(waited time.Duration) time.Duration { return linePatience(a, waited) }, r.beforeWait)
+	leave, _ = waitInLine(ctx, r.lineDir, func(waited time.Duration) time.Duration { return linePatience(a, waited) }, r.beforeWait, platform.LockHeldByOtherUser)
 	r.lockStale = r.heldLockStale(a)
 	return leave
 }
@@ -306,12 +320,17 @@ func (r *run) classified(ctx context.Context, code int, stderr []byte) (int, err
 // until the attempt is known final. git is started directly and its output read
 // through pipes in this goroutine (gitexec.Run): no goroutines, no poller.
 func (r *run) single(ctx context.Context, args Args) (Result, error) {
+	settled, res, release, err := r.joinGroup(ctx, args)
+	if settled {
+		return res, err
+	}
+	defer release()
 	c := &singleCmd{r: r}
 	c.stdin, _ = r.stdin.(*os.File)
 	c.gitArgs = append(append(append(make([]string, 0, len(r.GlobalArgs)+1+len(args.Raw)), r.GlobalArgs...), "update-ref"), args.Raw...)
 	defer func() { closeSpools(c.out, c.errOut) }()
 	code, err := r.engine().Run(ctx, c)
-	res := Result{ExitCode: code, Updates: -1}
+	res = Result{ExitCode: code, Updates: -1}
 	if ref := args.Ref(); ref != "" {
 		res.Updates, res.Refs = 1, []string{ref}
 	}
@@ -335,7 +354,7 @@ func (c *singleCmd) Attempt(ctx context.Context, a *engine.Attempt) error {
 	defer leave()
 	var err error
 	c.code, err = gitexec.Run(ctx, gitexec.Spec{
-		Git: r.git(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)), Args: c.gitArgs, Stdin: c.stdin,
+		Git: r.GitPath(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)), Args: c.gitArgs, Stdin: c.stdin,
 	}, c.out, c.errOut)
 	var se *gitexec.StartError
 	switch {

@@ -58,7 +58,7 @@ type session struct {
 func (r *run) session(ctx context.Context, args Args) (Result, error) {
 	s := &session{r: r, args: args, log: newSpool(0, "")}
 	defer s.log.Close()
-	if r.cli.CountRefs {
+	if r.CountRefs {
 		s.tally = &tally{}
 	}
 	if f, start, ok := regularFile(r.stdin); ok {
@@ -369,7 +369,7 @@ func (s *session) attemptFile(ctx context.Context, a *engine.Attempt) (int, erro
 	out := &lineRelay{s: s, skip: s.newSegmentOutput()}
 	r := s.r
 	code, err := gitexec.Run(ctx, gitexec.Spec{
-		Git: r.git(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)),
+		Git: r.GitPath(), Dirs: r.Dirs, Env: gitexec.WithLockWait(r.Env, r.window(a)),
 		Args: append(append(append([]string{}, r.GlobalArgs...), "update-ref"), s.args.Raw...), Stdin: s.file,
 	}, out, errCollector{s})
 	out.flush()

@@ -89,11 +89,17 @@ func (s *sessionRepo) run(t *testing.T, policy retry.Policy, stdin io.Reader, ar
 	t.Helper()
 	res := sessionResult{attempts: &fakegittest.Attempts{}, clock: fakegittest.NewClock()}
 	runner := &Runner{
-		Git: s.fake.Bin, Dirs: []string{s.repo.Dir}, Env: s.fake.Env(s.repo.Env),
-		Settings: func() (settings.Settings, error) {
-			return settings.Settings{Policy: policy, StaleAfter: settings.DefaultStaleAfter}, nil
+		Config: settings.Config{
+			Git:  s.fake.Bin,
+			Dirs: []string{s.repo.Dir},
+			Env:  s.fake.Env(s.repo.Env),
+			Settings: func() (settings.Settings, error) {
+				return settings.Settings{Policy: policy, StaleAfter: settings.DefaultStaleAfter}, nil
+			},
+			OnAttempt: res.attempts.Record,
+			Clock:     res.clock,
+			Rand:      fakegittest.Rand,
 		},
-		OnAttempt: res.attempts.Record, Clock: res.clock, Rand: fakegittest.Rand,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -17,13 +17,13 @@ func (r *run) reftableLock(ctx context.Context) string {
 	return s.ReftableLock()
 }
 
-// store is the repository's ref store (repo.Store): the refretry command's, when it
-// found it already; else found in-process when that is certain, else read from git
+// store is the repository's ref store (repo.Store): the group join's, when it found
+// it already; else found in-process when that is certain, else read from git
 // (git config, and git rev-parse when the repository itself is not found
 // in-process). It is asked only once an attempt has failed, and the answer is cached.
 func (r *run) store(ctx context.Context) (repo.Store, bool) {
-	if r.cli.Store.Dir != "" {
-		return r.cli.Store, true
+	if r.found.Dir != "" {
+		return r.found, true
 	}
 	if !r.storeKnown {
 		r.storeKnown = true
@@ -60,10 +60,7 @@ func (r *run) repo(ctx context.Context) (repo.Dirs, bool) {
 // the stale-lock check both ask.
 func (r *run) discovered() (repo.Dirs, bool) {
 	if r.discovery == nil {
-		d := repo.Dirs{GitDir: r.cli.GitDir, CommonDir: r.cli.CommonDir}
-		if d.GitDir == "" {
-			d, _ = repo.Discover(r.Dirs, r.Env) // the zero Dirs when not found
-		}
+		d, _ := repo.Discover(r.Dirs, r.Env) // the zero Dirs when not found
 		r.discovery = &d
 	}
 	return *r.discovery, r.discovery.GitDir != ""
@@ -73,7 +70,7 @@ func (r *run) discovered() (repo.Dirs, bool) {
 // can tell, without starting a process, that the repository uses reftable; ""
 // otherwise.
 func (r *run) reftableDir() string {
-	s := r.cli.Store
+	s := r.found
 	if s.Dir == "" {
 		d, ok := r.discovered()
 		if !ok {
@@ -85,4 +82,13 @@ func (r *run) reftableDir() string {
 		return ""
 	}
 	return s.ReftableDir()
+}
+
+// backend is the format of the ref store the run looked up: the group join's, else
+// the one a lock's lookup found; "" when it looked up none.
+func (r *run) backend() string {
+	if r.found.Dir != "" {
+		return r.found.Format
+	}
+	return r.refStore.Format
 }

@@ -55,17 +55,19 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 	policy.Timeout = 20 * time.Second
 	policy.MaxAttempts = 0 // the deadline alone bounds it
 	r := &transaction.Runner{
-		Git:  git,
-		Dirs: []string{dir},
-		Env:  os.Environ(),
-		// Called only once something has failed on a lock.
-		Settings: func() (settings.Settings, error) {
-			return settings.Settings{Policy: policy, StaleAfter: 2 * time.Minute}, nil
-		},
-		OnAttempt: func(a retry.Attempt) {
-			if a.Err != nil && !a.Final {
-				fmt.Fprintf(os.Stderr, "library: attempt %d: %v; next in %v\n", a.Number, a.Err, a.Delay.Round(time.Millisecond))
-			}
+		Config: settings.Config{
+			Git:  git,
+			Dirs: []string{dir},
+			Env:  os.Environ(),
+			// Called only once something has failed on a lock.
+			Settings: func() (settings.Settings, error) {
+				return settings.Settings{Policy: policy, StaleAfter: 2 * time.Minute}, nil
+			},
+			OnAttempt: func(a retry.Attempt) {
+				if a.Err != nil && !a.Final {
+					fmt.Fprintf(os.Stderr, "library: attempt %d: %v; next in %v\n", a.Number, a.Err, a.Delay.Round(time.Millisecond))
+				}
+			},
 		},
 	}
 	res, err := r.Run(ctx, []string{"-m", "CI result", "--stdin"}, &input, os.Stdout, os.Stderr)
@@ -79,10 +81,7 @@ func record(ctx context.Context, git, dir string, pairs []string) int {
 		fmt.Fprintf(os.Stderr, "library: still contended after %d attempts in %v\n", exhausted.Attempts, exhausted.Elapsed.Round(time.Millisecond))
 	case errors.As(err, &te) && te.Class == failure.Conflict:
 		fmt.Fprintf(os.Stderr, "library: conflict, not retried: %s\n", te.Message)
-	case errors.Is(err, failure.ErrGitNotFound):
-		fmt.Fprintf(os.Stderr, "library: %v\n", err)
-		return 127
-	default:
+	default: // git could not be started, say: res.ExitCode is then 127
 		fmt.Fprintf(os.Stderr, "library: %v\n", err)
 	}
 	return res.ExitCode

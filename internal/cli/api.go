@@ -31,8 +31,8 @@ func (c *PushCmd) checkAPI() error {
 // runAPI is `refretry push --api`: forge.Runner, with git push's arguments rest.
 func (c *PushCmd) runAPI(in *invocation, lg *report.Log, rest []string) error {
 	r := &forge.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, API: forge.API{Forge: c.Forge.V},
-		Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
+		Config: in.runnerConfig(lg),
+		API:    forge.API{Forge: c.Forge.V},
 	}
 	res, err := r.Run(in.ctx, rest, nil, in.s.Stdout, lg.Stderr())
 	var bad *push.TargetError

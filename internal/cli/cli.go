@@ -55,18 +55,25 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
-// Main is refretry's main: argv and environ as the process got them. Started under
-// the name git, it is the shim (shim.go).
-func Main(ctx context.Context, argv []string, s Streams, env []string) int {
+// Main is refretry's main: argv and environ as the process got them, and arm, which
+// starts catching signals (Signals.Arm). Started under the name git, it is the shim
+// (shim.go).
+func Main(ctx context.Context, arm func(), argv []string, s Streams, env []string) int {
 	if len(argv) > 0 && shim.Invoked(argv[0]) {
 		self, _ := os.Executable()
-		return RunAsGit(ctx, argv[1:], s, env, self, shim.Exec)
+		return RunAsGit(ctx, arm, argv[1:], s, env, self, shim.Exec)
 	}
-	return Run(ctx, argv[1:], s, env)
+	return runWithSignals(ctx, arm, argv[1:], s, env)
 }
 
-// Run is refretry without the process around it: Main and the tests call it.
+// Run is refretry without the process around it, catching no signals: the tests
+// call it.
 func Run(ctx context.Context, args []string, s Streams, env []string) int {
+	return runWithSignals(ctx, nil, args, s, env)
+}
+
+// runWithSignals is Run with arm, which starts catching signals (nil: never).
+func runWithSignals(ctx context.Context, arm func(), args []string, s Streams, env []string) int {
 	// The git shim, if it is on PATH, hands refretry's own git calls straight to the
 	// real git (shim.go).
 	env = gitexec.Setenv(env, shim.BypassVar, "1")
@@ -74,9 +81,9 @@ func Run(ctx context.Context, args []string, s Streams, env []string) int {
 	if word != "" && word != "update-ref" {
 		// Any command but update-ref may wait: signals are caught from the moment the
 		// command is known, before anything else is done (signals.go).
-		arm(ctx)
+		catchSignals(arm)
 	}
-	in := &invocation{ctx: ctx, opts: &Options{}, env: env, s: s}
+	in := &invocation{ctx: ctx, arm: arm, opts: &Options{}, env: env, s: s}
 	if at == 0 && (word == "" || word == "update-ref") {
 		// The plain update: no option of refretry's, so kong, which costs more to
 		// start than the rest of refretry (docs/benchmarks.md), is not built.
@@ -129,12 +136,10 @@ func ownOption(a string) int {
 }
 
 // ended reports the end of a command's run to lg and returns its outcome: its exit
-// code, or report.ExitGitMissing when git could not be started.
+// code (failure.ExitCode: 127 when git could not be started).
 func ended(lg *report.Log, code int, err error, refs func() report.Refs) error {
+	code = failure.ExitCode(code, err)
 	lg.Finish(code, err, refs) // refretry's line about a failure, and the summary when logging
-	if errors.Is(err, failure.ErrGitNotFound) {
-		code = report.ExitGitMissing
-	}
 	if code != 0 {
 		return exitError(code)
 	}

@@ -23,10 +23,8 @@ func (c *FetchCmd) Run(in *invocation) error {
 	}
 	lg := in.log("fetch")
 	f := &fetch.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, GlobalArgs: c.GitArgs,
-		Settings:  in.settings,
-		OnAttempt: lg.Attempt,
-		Note:      lg.Note,
+		Config:     in.runnerConfig(lg),
+		GlobalArgs: c.GitArgs,
 	}
 	res, err := f.Run(in.ctx, c.Args, in.s.Stdin, in.s.Stdout, lg.Stderr())
 	return ended(lg, res.ExitCode, err, func() report.Refs { return report.Refs{Updates: -1} })

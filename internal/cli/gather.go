@@ -36,12 +36,12 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 		}
 	}
 	g := &gather.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-		MaxPerWave: c.GatherMax.V, LeaseTimeout: c.GatherLease.V, Settings: in.settings, Key: key, MaxAge: c.GatherMaxAge.V, NoWait: c.NoWait,
-		API:       gatherAPI(c.API, c.Forge.V),
-		Note:      func(kind, msg string) { warn(); lg.Note(kind, msg) },
-		OnAttempt: func(a retry.Attempt) { warn(); lg.Attempt(a) },
+		Config:     in.runnerConfig(lg),
+		MaxPerWave: c.GatherMax.V, LeaseTimeout: c.GatherLease.V, Key: key, MaxAge: c.GatherMaxAge.V, NoWait: c.NoWait,
+		API: gatherAPI(c.API, c.Forge.V),
 	}
+	g.Note = func(kind, msg string) { warn(); lg.Note(kind, msg) }
+	g.OnAttempt = func(a retry.Attempt) { warn(); lg.Attempt(a) }
 	res, err := g.Run(in.ctx, rest, nil, in.s.Stdout, lg.Stderr())
 	var bad *gather.ArgsError
 	if errors.As(err, &bad) {
@@ -52,8 +52,8 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 	if errors.As(err, &conflict) && (c.Rebase || c.Regenerate.V != "") {
 		lg.Note("gather", err.Error()+"; pushing it with "+map[bool]string{true: "--rebase", false: "--regenerate"}[c.Rebase]+" instead")
 		p := &push.Runner{
-			Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-			Rebase: c.Rebase, Regenerate: c.Regenerate.V, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note,
+			Config: in.runnerConfig(lg),
+			Rebase: c.Rebase, Regenerate: c.Regenerate.V,
 		}
 		res, err := p.Run(in.ctx, conflict.Push, nil, in.s.Stdout, lg.Stderr())
 		return ended(lg, res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
@@ -124,8 +124,8 @@ func (t gatherTarget) runner(in *invocation, command string) (*gather.Runner, *r
 	}
 	lg := in.log(command)
 	return &gather.Runner{
-		Git: in.git(), Dirs: in.opts.Dirs, Env: in.env,
-		Settings: in.settings, Key: key, MaxAge: t.MaxAge.V, Note: lg.Note, OnAttempt: lg.Attempt,
+		Config: in.runnerConfig(lg),
+		Key:    key, MaxAge: t.MaxAge.V,
 	}, lg, nil
 }
 

@@ -17,6 +17,7 @@ import (
 // Commands read from it; nothing flows back up.
 type invocation struct {
 	ctx   context.Context
+	arm   func()   // starts catching signals (Signals.Arm); nil: never
 	opts  *Options // kong's, the plain path's, or the shim's (-C and --git set)
 	env   []string
 	s     Streams
@@ -87,6 +88,13 @@ func (in *invocation) settings() (settings.Settings, error) {
 	}
 	return settings.Settings{Policy: p, StaleAfter: o.StaleAfter.V, PIDGrace: o.PIDGrace.V,
 		BreakStaleLocks: o.BreakStaleLocks.V, PushRebase: o.PushRebase.V, Ceiling: ceiling}, nil
+}
+
+// runnerConfig is what every Runner a command builds is configured with: the git, its
+// directories and environment, the settings (read once something has failed), and
+// the reporter's hooks.
+func (in *invocation) runnerConfig(lg *report.Log) settings.Config {
+	return settings.Config{Git: in.git(), Dirs: in.opts.Dirs, Env: in.env, Settings: in.settings, OnAttempt: lg.Attempt, Note: lg.Note}
 }
 
 // log starts the reports of one run of command (internal/report).

@@ -154,9 +154,9 @@ func appendLine(path, line string) error {
 // own settings then come from the environment (REFRETRY_TIMEOUT, …) and git config,
 // as the shim's command line is git's.
 //
-// ctx matters only for update-ref, fetch and push: it carries the signal handling their
-// retries need.
-func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self string,
+// ctx and arm (which starts catching signals; nil: never) matter only for update-ref,
+// fetch and push, whose retries need them.
+func RunAsGit(ctx context.Context, arm func(), args []string, s Streams, env []string, self string,
 	execGit func(path string, args, env []string) (int, error)) int {
 	getenv := func(k string) string { return gitexec.Getenv(env, k) }
 	call, ok := shim.Parse(args)
@@ -165,7 +165,7 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 	if ours && !call.UpdateRef() {
 		// A push or a fetch may wait: signals are caught from the moment that is known,
 		// before anything else is done (signals.go).
-		arm(ctx)
+		catchSignals(arm)
 	}
 	found, err := shim.Find(getenv, self)
 	if err != nil {
@@ -197,7 +197,7 @@ func RunAsGit(ctx context.Context, args []string, s Streams, env []string, self 
 	childEnv = gitexec.Setenv(childEnv, shim.BypassVar, "1")
 	opts := &Options{Dirs: call.Dirs}
 	opts.Git.set("--git", found.Path)
-	in := &invocation{ctx: ctx, opts: opts, env: childEnv, s: s, asGit: true}
+	in := &invocation{ctx: ctx, arm: arm, opts: opts, env: childEnv, s: s, asGit: true}
 	switch {
 	case call.Fetch():
 		return exitCode(s.Stderr, (&FetchCmd{Args: call.Args, GitArgs: call.Options}).Run(in))

@@ -96,8 +96,8 @@ func TestShimDecides(t *testing.T) {
 			gotPath, gotArgs, gotEnv = path, a, e
 			return 42, nil
 		}
-		ctx := context.WithValue(context.Background(), armKey{}, func() { t.Fatalf("%q: a handed-off call set up signals", args) })
-		code := RunAsGit(ctx, args, Streams{nil, io.Discard, io.Discard}, environ, self, execGit)
+		arm := func() { t.Fatalf("%q: a handed-off call set up signals", args) }
+		code := RunAsGit(context.Background(), arm, args, Streams{nil, io.Discard, io.Discard}, environ, self, execGit)
 		if code != 42 || gotPath != realGit || !slices.Equal(gotArgs, args) {
 			t.Errorf("%q: exit %d, exec %s %q", args, code, gotPath, gotArgs)
 		}
@@ -108,8 +108,8 @@ func TestShimDecides(t *testing.T) {
 	// Under refretry (its git children have BypassVar), even update-ref goes to git.
 	called := false
 	execGit := func(path string, a, e []string) (int, error) { called = true; return 0, nil }
-	ctx := context.WithValue(context.Background(), armKey{}, func() { t.Fatal("an update-ref under refretry set up signals") })
-	RunAsGit(ctx, []string{"update-ref", "refs/heads/x", "HEAD"}, Streams{nil, io.Discard, io.Discard},
+	arm := func() { t.Fatal("an update-ref under refretry set up signals") }
+	RunAsGit(context.Background(), arm, []string{"update-ref", "refs/heads/x", "HEAD"}, Streams{nil, io.Discard, io.Discard},
 		append(slices.Clone(environ), shim.BypassVar+"=1"), self, execGit)
 	if !called {
 		t.Errorf("execGit was not called")

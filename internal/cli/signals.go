@@ -14,7 +14,7 @@ import (
 // exits 128 + the signal. Catching them costs a thread and a goroutine, which an
 // update that needs one git does not pay: update-ref (and the shim's update-ref and
 // the calls it hands to git) starts catching only when it is about to wait for more
-// than one git (see arm). Every other command starts as soon as its word is read
+// than one git (see Arm). Every other command starts as soon as its word is read
 // (Run, RunAsGit), before it starts a process, reads a setting or looks at anything.
 // Until then the signals' default action ends refretry: before a command's word is
 // read that is Go's start and the reading of the command line, with nothing started;
@@ -25,20 +25,19 @@ type Signals struct {
 	caught atomic.Int32
 }
 
-type armKey struct{}
-
-// Context is the context every command runs in, with the means to start catching
-// signals attached.
+// Context is the context every command runs in: Arm's signals cancel it.
 func (s *Signals) Context() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	return context.WithValue(ctx, armKey{}, s.arm)
+	return ctx
 }
 
 // Caught is the signal that stopped the command, 0 if none.
 func (s *Signals) Caught() int { return int(s.caught.Load()) }
 
-func (s *Signals) arm() {
+// Arm starts catching SIGINT and SIGTERM, once: Main passes it on to the command,
+// which calls it when it may wait.
+func (s *Signals) Arm() {
 	s.once.Do(func() {
 		c := make(chan os.Signal, 1)
 		signal.Notify(c, syscall.SIGINT, syscall.SIGTERM)
@@ -50,13 +49,9 @@ func (s *Signals) arm() {
 	})
 }
 
-// arm starts catching SIGINT and SIGTERM for ctx's command; a no-op for a context
-// that did not come from Signals (tests).
-func arm(ctx context.Context) {
-	if f, ok := ctx.Value(armKey{}).(func()); ok {
-		f()
+// catchSignals calls arm, if there is one (tests have none).
+func catchSignals(arm func()) {
+	if arm != nil {
+		arm()
 	}
 }
-
-// armer is arm for ctx, as a callback.
-func armer(ctx context.Context) func() { return func() { arm(ctx) } }

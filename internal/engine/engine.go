@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/refretry/refretry/failure"
@@ -92,9 +91,16 @@ type Engine struct {
 	// Note, if set, receives what the engine and the command did besides running git
 	// (kind: "stale-lock-removed", "rebase", …; msg: one line).
 	Note func(kind, msg string)
-	// Clock and Rand are passed to the retry loop; nil means real time and randomness.
+	// Clock and Rand are passed to the retry loop; nil means real time and randomness
+	// (settings.Config's defaults).
 	Clock retry.Clock
 	Rand  func() float64
+}
+
+// config is the engine's part of a Runner's settings.Config, whose methods decide
+// what its zero fields mean.
+func (e *Engine) config() *settings.Config {
+	return &settings.Config{Settings: e.Settings, Clock: e.Clock, Rand: e.Rand}
 }
 
 // Attempt is one attempt's view of its run.
@@ -152,11 +158,7 @@ type run struct {
 func (r *run) settings() (settings.Settings, error) {
 	if !r.loaded {
 		r.loaded = true
-		if r.Engine.Settings == nil {
-			r.s = settings.Default()
-		} else {
-			r.s, r.sErr = r.Engine.Settings()
-		}
+		r.s, r.sErr = r.config().Load()
 	}
 	return r.s, r.sErr
 }
@@ -190,12 +192,7 @@ func (r *run) note(kind, msg string) {
 	}
 }
 
-func (r *run) now() time.Time {
-	if r.Clock == nil {
-		return time.Now()
-	}
-	return r.Clock.Now()
-}
+func (r *run) now() time.Time { return r.config().Now() }
 
 // Run runs c until it succeeds, fails for a reason another attempt cannot get past,
 // or the budget is spent, and returns c.Final's exit code and the run's outcome.
@@ -311,10 +308,8 @@ func (r *run) pause(cycle time.Duration) time.Duration {
 }
 
 func (r *run) random() float64 {
-	if r.Rand == nil {
-		return rand.Float64()
-	}
-	return r.Rand()
+	_, random := r.config().Clocks()
+	return random()
 }
 
 // cured is a failure whose cure was applied: the next attempt follows after pause.

@@ -542,7 +542,7 @@ func TestGroupAsksAgainBesideItsCommit(t *testing.T) {
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
 	l := hold(t, r)
 	js, asked := queueForbidden(t, r, "refs/heads/v/")
-	handOff(l, baton{vetted: time.Now().Add(-2 * revet), allowed: true})
+	handOff(l, baton{vetted: time.Now().Add(-2 * revet), allowed: true}, os.Getuid())
 	applied := 0
 	for _, j := range js {
 		out := j.wait(t)

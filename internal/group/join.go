@@ -52,16 +52,9 @@ type Outcome struct {
 	Lease *Lease
 	// Unknown: the update was handed to a group's git that had not ended when the
 	// budget ran out, so whether it was applied cannot be told. Neither applied nor
-	// to be run again: the caller reports an error naming the ref.
+	// to be run again: the caller reports an error naming the ref
+	// (transaction.UnknownError).
 	Unknown bool
-}
-
-// UnknownError is what an invocation whose outcome is Unknown reports.
-type UnknownError struct{ Ref string }
-
-func (e *UnknownError) Error() string {
-	return "the outcome of the update of " + e.Ref + " is unknown: the group commit's git it was handed to " +
-		"was still running when the budget ran out; look at the ref before running the update again"
 }
 
 // Join hands the update to its repository's group commit and returns its outcome. It

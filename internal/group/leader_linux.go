@@ -46,7 +46,7 @@ type Lease struct {
 // once the update has run, whatever its result.
 func (s *Lease) Release() {
 	if s != nil && s.l != nil {
-		passLine(s.l, s.b, s.pending)
+		passLine(s.l, s.b, s.pending, os.Getuid())
 		s.l, s.pending = nil, nil
 	}
 }
@@ -60,55 +60,77 @@ type entry struct {
 // lead is a member at the head of the line, holding the listening socket l: it
 // commits its own update with what is queued, and passes the line on.
 func lead(ctx context.Context, m *member, l *platform.Listener, b baton) Outcome {
-	queued := acceptQueued(l, maxGroup-1)
+	uid := os.Getuid()
+	queued := acceptQueued(l, maxGroup-1, uid)
 	if len(queued) == 0 {
 		return Outcome{Lease: &Lease{l: l, b: b}}
 	}
-	// The first group of a line asks before it commits. A later one whose answer is
-	// older than revet commits on it and asks again beside its own git, for the groups
-	// after it: on a loaded machine every group's commit takes longer than revet, and
-	// asking first put three gits one after another on every group's path.
-	var next chan baton
-	switch {
-	case b.vetted.IsZero():
-		b = vet(ctx, m.c)
-	case time.Since(b.vetted) > revet:
-		next = make(chan baton, 1)
-		go func() { next <- vet(ctx, m.c) }()
-	}
-	passed := func() baton { // b as the next leader gets it
-		if next != nil {
-			b, next = <-next, nil
-		}
-		return b
-	}
+	b, passed := revetted(ctx, m.c, b)
 	if !b.allowed {
 		tell(queued, msgAlone) // configuration says no: everyone on their own
-		handOff(l, passed())
+		handOff(l, passed(), uid)
 		return Outcome{}
 	}
 	own := entry{req: m.request()}
-	var alone, same []entry
-	for _, e := range queued {
-		// A hook sees the environment of the git that runs it: with one, members
-		// share a git only if their whole environment is the leader's.
-		if e.req.key != own.req.key || b.hook && e.req.env != own.req.env {
-			alone = append(alone, e)
-		} else {
-			same = append(same, e)
-		}
-	}
+	alone, same := partition(own, queued, b.hook)
 	if len(same) == 0 {
 		return Outcome{Lease: &Lease{l: l, b: passed(), pending: conns(alone)}}
 	}
 	// One transaction for a whole group where that is invisible (reftable, no
 	// reference-transaction hook); otherwise one transaction per update, in one git.
-	// Each set of command-line options gets a git of its own, the leader's first.
 	batch := m.c.Store.Reftable() && !b.hook
-	var out Outcome
-	ownAlone := false
-	for _, g := range byOptions(append([]entry{own}, same...)) {
-		applied, left, interrupted := commitGroup(ctx, m.c, g, batch)
+	out, ownAlone, more := commitGroups(ctx, m.c, append([]entry{own}, same...), batch)
+	alone = append(alone, more...)
+	if ownAlone {
+		return Outcome{Lease: &Lease{l: l, b: passed(), pending: conns(alone)}}
+	}
+	passLine(l, passed(), conns(alone), uid)
+	return out
+}
+
+// revetted is the baton a leader commits on, and a function giving the baton the
+// next leader gets. The first group of a line asks before it commits. A later one
+// whose answer is older than revet commits on it and asks again beside its own git,
+// for the groups after it: on a loaded machine every group's commit takes longer than
+// revet, and asking first put three gits one after another on every group's path.
+func revetted(ctx context.Context, c *Config, b baton) (baton, func() baton) {
+	var next chan baton
+	switch {
+	case b.vetted.IsZero():
+		b = vet(ctx, c)
+	case time.Since(b.vetted) > revet:
+		next = make(chan baton, 1)
+		go func() { next <- vet(ctx, c) }()
+	}
+	return b, func() baton {
+		if next != nil {
+			b, next = <-next, nil
+		}
+		return b
+	}
+}
+
+// partition splits the queued entries into those that must run alone and those that
+// may share a git with own. A hook sees the environment of the git that runs it: with
+// one, members share a git only if their whole environment is the leader's.
+func partition(own entry, queued []entry, hook bool) (alone, same []entry) {
+	for _, e := range queued {
+		if e.req.key != own.req.key || hook && e.req.env != own.req.env {
+			alone = append(alone, e)
+		} else {
+			same = append(same, e)
+		}
+	}
+	return alone, same
+}
+
+// commitGroups commits the entries, the leader's own first, each set of command-line
+// options in a git of its own, the leader's first. It returns the leader's outcome if
+// its update was applied, whether the leader must run its update alone, and the
+// members that must.
+func commitGroups(ctx context.Context, c *Config, es []entry, batch bool) (out Outcome, ownAlone bool, alone []entry) {
+	for _, g := range byOptions(es) {
+		applied, left, interrupted := commitGroup(ctx, c, g, batch)
 		for _, e := range left {
 			if e.conn == nil {
 				ownAlone = true
@@ -123,11 +145,7 @@ func lead(ctx context.Context, m *member, l *platform.Listener, b baton) Outcome
 			break
 		}
 	}
-	if ownAlone {
-		return Outcome{Lease: &Lease{l: l, b: passed(), pending: conns(alone)}}
-	}
-	passLine(l, passed(), conns(alone))
-	return out
+	return out, ownAlone, alone
 }
 
 // vet asks whether configuration allows a default group and whether the repository
@@ -164,13 +182,13 @@ func conns(es []entry) []*platform.Conn {
 	return cs
 }
 
-// passLine gives the line to the first of pending that is still there, with the
-// rest of pending (it runs alone, then passes the line on the same way), or, with
-// nobody pending, to the queue.
-func passLine(l *platform.Listener, b baton, pending []*platform.Conn) {
+// passLine gives the line to the first of pending that is still there and of user
+// uid, with the rest of pending (it runs alone, then passes the line on the same
+// way), or, with nobody pending, to the queue.
+func passLine(l *platform.Listener, b baton, pending []*platform.Conn, uid int) {
 	for len(pending) > 0 {
 		c, rest := pending[0], pending[1:]
-		if !trusted(c) {
+		if !trusted(c, uid) {
 			c.Close()
 			pending = rest
 			continue
@@ -198,15 +216,15 @@ func passLine(l *platform.Listener, b baton, pending []*platform.Conn) {
 		}
 		pending = rest
 	}
-	handOff(l, b)
+	handOff(l, b, uid)
 }
 
-// acceptQueued accepts up to max queued connections and reads their requests. Every
+// acceptQueued accepts up to max queued connections of user uid and reads their requests. Every
 // connection accepted counts against max, so a flood of connections cannot keep a
 // leader accepting. A connection from another user is closed unread; one whose
 // request is not one update of the ref it names (decodeRequest) gets no answer but
 // the close; one that sends nothing in time is told to look again.
-func acceptQueued(l *platform.Listener, max int) []entry {
+func acceptQueued(l *platform.Listener, max, uid int) []entry {
 	var out []entry
 	buf := make([]byte, maxMessage)
 	for accepted := 0; accepted < max; accepted++ {
@@ -214,7 +232,7 @@ func acceptQueued(l *platform.Listener, max int) []entry {
 		if err != nil || c == nil {
 			break
 		}
-		if !trusted(c) {
+		if !trusted(c, uid) {
 			c.Close()
 			continue
 		}
@@ -234,17 +252,15 @@ func acceptQueued(l *platform.Listener, max int) []entry {
 	return out
 }
 
-// trustedUID is the only user whose connections a leader accepts: its own. (A test
-// sets another to see every peer as foreign.)
-var trustedUID = os.Getuid()
-
-// trusted reports whether the process that connected c is of the leader's user.
+// trusted reports whether the process that connected c is of user uid: a leader
+// passes its own, the only user whose connections it accepts. (A test passes
+// another, to see every peer as foreign.)
 // The name is public and abstract sockets have no permissions: any process in the
 // network namespace can connect, and the listening socket, the git's output files and
 // process descriptor must never reach another user's process.
-func trusted(c *platform.Conn) bool {
-	uid, err := c.PeerUID()
-	return err == nil && uid == trustedUID
+func trusted(c *platform.Conn, uid int) bool {
+	peer, err := c.PeerUID()
+	return err == nil && peer == uid
 }
 
 // tell sends each entry's member a final word and closes its connection. A member
@@ -258,11 +274,11 @@ func tell(es []entry, kind byte) {
 	}
 }
 
-// handOff gives the listening socket to the next queued invocation of the leader's
-// user, or closes it when none is queued (one that connects just then finds the line
+// handOff gives the listening socket to the next queued invocation of user uid (the
+// leader's), or closes it when none is queued (one that connects just then finds the line
 // gone, and looks again). It accepts at most maxGroup connections: past that (a
 // flood of foreign ones) it closes the line too, and those queued look again.
-func handOff(l *platform.Listener, b baton) {
+func handOff(l *platform.Listener, b baton, uid int) {
 	defer l.Close()
 	msg := b.encode()
 	buf := make([]byte, maxMessage)
@@ -271,7 +287,7 @@ func handOff(l *platform.Listener, b baton) {
 		if err != nil || c == nil {
 			return
 		}
-		if !trusted(c) {
+		if !trusted(c, uid) {
 			c.Close()
 			continue
 		}
@@ -686,4 +702,4 @@ func Name(storeDir string) (string, bool) { return rendezvousName(storeDir) }
 // HandOver passes the line held by l (listening at Name) to the next waiting
 // invocation, which then leads everyone queued behind it; with nobody waiting, it
 // closes l.
-func HandOver(l *platform.Listener) { handOff(l, baton{}) }
+func HandOver(l *platform.Listener) { handOff(l, baton{}, os.Getuid()) }

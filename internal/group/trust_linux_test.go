@@ -5,6 +5,7 @@ package group
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,8 +47,6 @@ func closedUnanswered(t *testing.T, what string, c *platform.Conn) {
 // the line to nobody (not to a member asking with a valid request, not to the heir
 // of a set-aside member), and every connection is closed unanswered. The member, of
 // this process, then finds the line free and runs alone, holding it.
-//
-// Not parallel: it sets trustedUID, which every leader in this package reads.
 func TestLeaderAcceptsOnlyItsUser(t *testing.T) {
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
 	rv := name(t, r)
@@ -58,10 +57,9 @@ func TestLeaderAcceptsOnlyItsUser(t *testing.T) {
 	raw := dialRaw(t, rv, encodeRequest(req))
 	waitQueued(t, rv, 2)
 
-	defer func(uid int) { trustedUID = uid }(trustedUID)
-	trustedUID = ^trustedUID // no process's uid
+	foreign := ^os.Getuid() // no process's uid
 
-	if got := acceptQueued(l, maxGroup); len(got) != 0 {
+	if got := acceptQueued(l, maxGroup, foreign); len(got) != 0 {
 		t.Errorf("accepted %d entries from foreign peers", len(got))
 	}
 	closedUnanswered(t, "a queued request", raw)
@@ -84,7 +82,7 @@ func TestLeaderAcceptsOnlyItsUser(t *testing.T) {
 	}
 	// accepted[0] is the member, [1] heir, [2] pending: passLine offers the line
 	// to each in turn, and then to the queue (empty), and closes it.
-	passLine(l, baton{}, accepted)
+	passLine(l, baton{}, accepted, foreign)
 	closedUnanswered(t, "the heir of the line", heir)
 	closedUnanswered(t, "a pending member", pending)
 	heir.Close()
@@ -97,7 +95,7 @@ func TestLeaderAcceptsOnlyItsUser(t *testing.T) {
 	// And a leader that hands its line on (handOff) gives it to no foreign peer.
 	raw = dialRaw(t, rv, encodeRequest(req))
 	waitQueued(t, rv, 1)
-	handOff(out.Lease.l, baton{})
+	handOff(out.Lease.l, baton{}, foreign)
 	out.Lease.l = nil
 	closedUnanswered(t, "a would-be heir", raw)
 	raw.Close()
@@ -108,8 +106,6 @@ func TestLeaderAcceptsOnlyItsUser(t *testing.T) {
 
 // TestLeaderAcceptsFloodBounded: a pass accepts at most its limit of connections,
 // foreign ones included, and leaves the rest queued.
-//
-// Not parallel: it sets trustedUID.
 func TestLeaderAcceptsFloodBounded(t *testing.T) {
 	r := testutil.NewRepo(t, testutil.NewGit(t), "reftable")
 	rv := name(t, r)
@@ -125,9 +121,7 @@ func TestLeaderAcceptsFloodBounded(t *testing.T) {
 		}
 	}()
 	waitQueued(t, rv, 5)
-	defer func(uid int) { trustedUID = uid }(trustedUID)
-	trustedUID = ^trustedUID
-	if got := acceptQueued(l, 3); len(got) != 0 {
+	if got := acceptQueued(l, 3, ^os.Getuid()); len(got) != 0 {
 		t.Errorf("accepted %d entries", len(got))
 	}
 	if n := testutil.Queued(rv); n != 2 {

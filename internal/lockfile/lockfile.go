@@ -37,6 +37,11 @@ type Rule struct {
 	// that reason). A PIDGrace above StaleAfter changes nothing: age alone decides
 	// first.
 	PIDGrace time.Duration
+
+	// ownPIDNamespace says whether refretry runs in a pid namespace of its own (a
+	// container), which the reasons mention; nil means platform.OwnPIDNamespace.
+	// Tests set it, to compare reasons whole wherever they run.
+	ownPIDNamespace func() bool
 }
 
 // grace is the age past which an unseen holder makes a lock stale; false when it
@@ -56,7 +61,7 @@ func (r Rule) decide(age time.Duration, pid int, unseen bool) (stale bool, why s
 	grace, ok := r.grace()
 	switch {
 	case unseen && ok && age > grace:
-		return true, unseenHolder(pid) + ", and the lock is older than the pid grace of " + grace.String() + containerNote()
+		return true, unseenHolder(pid) + ", and the lock is older than the pid grace of " + grace.String() + r.containerNote()
 	case r.StaleAfter > 0 && age > r.StaleAfter:
 		why = tooOld(r.StaleAfter)
 		if unseen {
@@ -65,19 +70,20 @@ func (r Rule) decide(age time.Duration, pid int, unseen bool) (stale bool, why s
 		return true, why
 	case unseen && ok:
 		return false, unseenHolder(pid) + ", but the lock is younger than the pid grace of " + grace.String() +
-			", and a live holder in another pid namespace looks the same from here" + containerNote()
+			", and a live holder in another pid namespace looks the same from here" + r.containerNote()
 	case unseen:
-		return false, unseenHolder(pid) + ", but with neither a stale-after limit nor a pid grace that never makes a lock stale" + containerNote()
+		return false, unseenHolder(pid) + ", but with neither a stale-after limit nor a pid grace that never makes a lock stale" + r.containerNote()
 	}
 	return false, ""
 }
 
-// ownPIDNamespace is platform.OwnPIDNamespace; tests replace it.
-var ownPIDNamespace = platform.OwnPIDNamespace
-
 // containerNote is what a reason adds when refretry runs in a container.
-func containerNote() string {
-	if !ownPIDNamespace() {
+func (r Rule) containerNote() string {
+	own := r.ownPIDNamespace
+	if own == nil {
+		own = platform.OwnPIDNamespace
+	}
+	if !own() {
 		return ""
 	}
 	return "; refretry runs in a container's pid namespace, where a holder in another container or on the host cannot be seen"

@@ -24,13 +24,17 @@ func deadPID(t *testing.T) int {
 	return cmd.Process.Pid
 }
 
-// onHost makes the reasons those of a refretry in the host's pid namespace, whatever
+// onHost is r giving the reasons of a refretry in the host's pid namespace, whatever
 // namespace the test runs in, so that they can be compared whole.
-func onHost(t *testing.T) {
-	t.Helper()
-	saved := ownPIDNamespace
-	ownPIDNamespace = func() bool { return false }
-	t.Cleanup(func() { ownPIDNamespace = saved })
+func onHost(r Rule) Rule {
+	r.ownPIDNamespace = func() bool { return false }
+	return r
+}
+
+// inContainer is r giving the reasons of a refretry in a container's pid namespace.
+func inContainer(r Rule) Rule {
+	r.ownPIDNamespace = func() bool { return true }
+	return r
 }
 
 // TestBreakLock: Break removes a lock only when it is stale under the rule: its holder
@@ -39,7 +43,6 @@ func onHost(t *testing.T) {
 // running process is never removed, however old; nor is a young one whose holder pid
 // cannot be seen, as a live holder in another pid namespace looks the same.
 func TestBreakLock(t *testing.T) {
-	onHost(t)
 	dead := deadPID(t)
 	live := os.Getpid()
 	unseen := fmt.Sprintf("its holder, process %d (from the ~pid.lock file), is not running here", dead)
@@ -77,7 +80,7 @@ func TestBreakLock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			lock, pidFile := testutil.AgedLock(t, dir, tc.age, tc.pid)
-			b, err := Break(lock, tc.rule, time.Now())
+			b, err := Break(lock, onHost(tc.rule), time.Now())
 			if tc.removed {
 				if err != nil {
 					t.Fatalf("Break: %v", err)
@@ -147,12 +150,9 @@ func TestInspect(t *testing.T) {
 // TestContainerNote: when refretry runs in a container's pid namespace, every reason
 // that rests on an unseen holder says that holders elsewhere cannot be seen.
 func TestContainerNote(t *testing.T) {
-	saved := ownPIDNamespace
-	ownPIDNamespace = func() bool { return true }
-	t.Cleanup(func() { ownPIDNamespace = saved })
 	const note = "; refretry runs in a container's pid namespace, where a holder in another container or on the host cannot be seen"
 	dead := deadPID(t)
-	def := Rule{StaleAfter: 2 * time.Minute}
+	def := inContainer(Rule{StaleAfter: 2 * time.Minute})
 	young, _ := testutil.AgedLock(t, t.TempDir(), time.Second, dead)
 	if f := Inspect(young, def, time.Now()); f.Stale || !strings.HasSuffix(f.Wait, note) {
 		t.Errorf("young lock: %+v; want it waited for, with the note", f)

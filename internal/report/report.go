@@ -19,8 +19,8 @@ import (
 
 // Exit codes of refretry's own failures; git's codes pass through unchanged.
 const (
-	ExitFatal      = 128 // as git's die()
-	ExitGitMissing = 127 // as a shell's "command not found"
+	ExitFatal      = 128                     // as git's die()
+	ExitGitMissing = failure.ExitGitNotFound // as a shell's "command not found"
 )
 
 // reason is a one-line reason for any error an attempt or run ended with: a failure
