@@ -64,7 +64,7 @@ func refs(in *invocation, res transaction.Result) report.Refs {
 }
 
 // group is how the update may join a group commit (transaction.Group): on reftable
-// by default, on every backend with --coalesce, never with --no-coalesce; nil when
+// by default, on every backend with --coalesce, never when REFRETRY_COALESCE is false; nil when
 // it may not. --timeout (or REFRETRY_TIMEOUT) bounds the wait for a leader from the
 // start; git config's budget is read only when the wait is long.
 func (c *UpdateRefCmd) group(in *invocation) *transaction.Group {
