@@ -14,7 +14,6 @@ import (
 	"github.com/refretry/refretry/internal/gitopts"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/repo"
-	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
 )
 
@@ -56,19 +55,8 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 	f := &fetchRun{Runner: p, args: args, input: input, stdout: stdout, stderr: stderr}
 	f.http = httpconf.Look(ctx, p.GitPath(), p.Dirs, p.Env, remoteOf(args), httpconf.Floor{})
 	f.env = gitexec.WithLockWait(f.http.Env(p.Env), gitexec.FirstLockWait)
-	eng := &engine.Engine{
-		Settings:  p.Settings,
-		OnAttempt: func(a retry.Attempt) { f.attempts = a.Number; p.onAttempt(a) },
-		Note:      p.Note, Clock: p.Clock, Rand: p.Rand,
-	}
-	code, err := eng.Run(ctx, f)
+	code, err := engine.For(&p.Config, &f.attempts).Run(ctx, f)
 	return Result{ExitCode: failure.ExitCode(code, err), Attempts: f.attempts}, err
-}
-
-func (p *Runner) onAttempt(a retry.Attempt) {
-	if p.OnAttempt != nil {
-		p.OnAttempt(a)
-	}
 }
 
 // fetchRun is one Run: the engine's command.

@@ -17,7 +17,6 @@ import (
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/push"
-	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
 )
 
@@ -98,17 +97,7 @@ func (r *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 		res.ExitCode = exitCode(err)
 		return res, err
 	}
-	eng := &engine.Engine{
-		Settings: r.Settings,
-		OnAttempt: func(a retry.Attempt) {
-			res.Attempts = a.Number
-			if r.OnAttempt != nil {
-				r.OnAttempt(a)
-			}
-		},
-		Note: r.Note, Clock: r.Clock, Rand: r.Rand,
-	}
-	res.ExitCode, err = eng.Run(ctx, u)
+	res.ExitCode, err = engine.For(&r.Config, &res.Attempts).Run(ctx, u)
 	res.Commit, res.Requests = u.landed, u.ep.Requests()
 	if u.plan != nil {
 		res.Route = u.plan.Route

@@ -11,7 +11,6 @@ import (
 	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/replay"
-	"github.com/refretry/refretry/retry"
 	"github.com/refretry/refretry/settings"
 )
 
@@ -105,17 +104,7 @@ func (p *Runner) Run(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	r.http = httpconf.Look(ctx, p.GitPath(), p.Dirs, p.Env, r.args.Remote, p.stallFloor)
 	r.env = r.http.Env(p.Env)
-	eng := &engine.Engine{
-		Settings: p.Settings,
-		OnAttempt: func(a retry.Attempt) {
-			r.attempts = a.Number
-			if p.OnAttempt != nil {
-				p.OnAttempt(a)
-			}
-		},
-		Note: p.Note, Clock: p.Clock, Rand: p.Rand,
-	}
-	code, err := eng.Run(ctx, r)
+	code, err := engine.For(&p.Config, &r.attempts).Run(ctx, r)
 	return Result{ExitCode: failure.ExitCode(code, err), Report: r.report, Attempts: r.attempts}, err
 }
 

@@ -97,6 +97,21 @@ type Engine struct {
 	Rand  func() float64
 }
 
+// For is the engine of a Runner configured with c (its settings, hooks, clock and
+// randomness) that also keeps each attempt's number in *attempts, for its Result.
+func For(c *settings.Config, attempts *int) *Engine {
+	return &Engine{
+		Settings: c.Settings,
+		OnAttempt: func(a retry.Attempt) {
+			*attempts = a.Number
+			if c.OnAttempt != nil {
+				c.OnAttempt(a)
+			}
+		},
+		Note: c.Note, Clock: c.Clock, Rand: c.Rand,
+	}
+}
+
 // config is the engine's part of a Runner's settings.Config, whose methods decide
 // what its zero fields mean.
 func (e *Engine) config() *settings.Config {
