@@ -47,5 +47,6 @@
 //   - git runs with LC_ALL=C and without LANGUAGE, and gets SIGTERM (never SIGKILL) when
 //     the context is cancelled.
 //
-// The package uses [retry] for the schedule and knows nothing of the command line.
+// The package uses [github.com/refretry/refretry/retry] (through the attempt engine)
+// for the schedule and knows nothing of the command line.
 package push
