@@ -73,8 +73,6 @@ func buildRemote(t testing.TB, g testutil.Git, files map[string]string, root str
 	run(t, g, w, jobEnv, "checkout", "-q", "--detach")
 }
 
-func (r *remote) url() string { return "file://" + r.dir }
-
 // refs is the remote's refs under prefix.
 func (r *remote) refs(prefix string) map[string]string {
 	out := run(r.t, r.g, r.dir, r.env, "for-each-ref", "--format=%(refname) %(objectname)", prefix)

@@ -314,11 +314,3 @@ func allCombos(t *testing.T) []combo {
 // 2.39 files server), which between them have each client git, each server git and
 // each backend, and both cross the versions.
 func combos(t *testing.T) []combo { return testutil.Cells(t, allCombos(t), 2, 3) }
-
-func fileExists(dir, path string) bool {
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
-	}
-	_, err := os.Stat(path)
-	return err == nil
-}
