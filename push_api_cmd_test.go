@@ -113,3 +113,44 @@ func verifyIn(t *testing.T, g testutil.Git, dir string, signer testutil.Signer, 
 		t.Errorf("git verify-commit %s: %v\n%s", oid, err, out)
 	}
 }
+
+// TestPushAPIConfig: a remote the API cannot be found from, or no token, ends push
+// --api before any request, with exit 128, one line saying what to set, and no ref
+// changed on either side.
+func TestPushAPIConfig(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	s := forgeapi.StartGitHub(t, forgeapi.Options{})
+	f := newGatherFixture(t, g)
+	f.url = s.CloneURL()
+	initial := s.Head("main")
+	// Outside a CI, so that refretry prints its plain lines: the forge and the API's
+	// root are given.
+	api := []string{"REFRETRY_API_URL=" + s.APIURL()}
+	for _, tt := range []struct {
+		name, url string
+		env       []string
+		want      string
+	}{
+		{"ssh remote", "git@github.com:o/n.git", append(api, "GITHUB_TOKEN="+forgeapi.AppToken),
+			"refretry: push --api: the remote git@github.com:o/n.git is not an http(s) URL: push --api finds the forge's API from it\n"},
+		{"no token", "", api,
+			"refretry: push --api: no token for github's API: set REFRETRY_API_TOKEN (or the CI's own, GITHUB_TOKEN)\n"},
+	} {
+		dir := f.clone(strings.ReplaceAll(tt.name, " ", "-"))
+		if tt.url != "" {
+			f.git(dir, "remote", "set-url", "origin", tt.url)
+		}
+		before := f.git(dir, "for-each-ref", "--format=%(refname) %(objectname)")
+		code, out := f.refretry(dir, g.Path, tt.env, "push", "--api", "--forge", "github", "origin", "HEAD:main")
+		if code != 128 || out != tt.want {
+			t.Errorf("%s: exit %d, output %q; want 128, %q", tt.name, code, out, tt.want)
+		}
+		if after := f.git(dir, "for-each-ref", "--format=%(refname) %(objectname)"); after != before {
+			t.Errorf("%s: the clone's refs changed:\n%s\nto\n%s", tt.name, before, after)
+		}
+	}
+	if s.Requests() != 0 || s.Head("main") != initial {
+		t.Errorf("%d requests to the API, main %s (was %s): want none, unchanged", s.Requests(), s.Head("main"), initial)
+	}
+}

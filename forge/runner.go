@@ -3,17 +3,14 @@ package forge
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/apicommit"
 	"github.com/refretry/refretry/internal/engine"
-	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/httpconf"
 	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/push"
@@ -36,11 +33,6 @@ type API struct {
 	Token string
 	// Client sends the requests; nil means http.DefaultClient.
 	Client *http.Client
-}
-
-// want is a as internal/apicommit, which sends the requests, takes it.
-func (a API) want() apicommit.Want {
-	return apicommit.Want{Forge: a.Forge, URL: a.URL, Token: a.Token, HTTP: a.Client}
 }
 
 // Runner lands a job's commits on a branch through a forge's API, retrying what
@@ -140,18 +132,14 @@ type run struct {
 // setup reads the remote's URL and finds the forge's endpoint; a failure says what
 // is missing, before anything is sent.
 func (u *run) setup(ctx context.Context) error {
-	c, err := gitexec.Capture(u.repo.Command(ctx, u.Env, "ls-remote", "--get-url", u.t.Remote))
+	ep, raw, err := apicommit.ForRemote(ctx, u.repo, u.Env, u.t.Remote, apicommit.Want(u.API))
+	if ce := (*apicommit.ConfigError)(nil); errors.As(err, &ce) {
+		return configFailure(ce.Msg)
+	}
 	if err != nil {
 		return err
 	}
-	raw := strings.TrimSpace(string(c.Stdout))
-	if c.Code != 0 || raw == "" {
-		return configFailure(fmt.Sprintf("cannot read the URL of the remote %s", u.t.Remote))
-	}
-	u.url = apicommit.Anonymous(raw)
-	if u.ep, err = apicommit.Resolve(raw, u.Env, u.API.want()); err != nil {
-		return configFailure(err.Error())
-	}
+	u.ep, u.url = ep, apicommit.Anonymous(raw)
 	u.http = httpconf.Look(ctx, u.GitPath(), u.Dirs, u.Env, u.t.Remote, httpconf.Floor{})
 	u.env = u.http.Env(u.Env)
 	u.stage = "refs/refretry/api/" + u.t.Branch + "/" + uuid.NewString()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/refretry/refretry/failure"
 	"github.com/refretry/refretry/internal/apicommit"
-	"github.com/refretry/refretry/internal/gitexec"
 	"github.com/refretry/refretry/internal/replay"
 	"github.com/refretry/refretry/retry"
 )
@@ -44,16 +43,7 @@ import (
 // apiSetup finds the forge's endpoint for the run's remote (Runner.API set); its
 // error says what is missing, before anything is staged.
 func (u *run) apiSetup(ctx context.Context) error {
-	c, err := gitexec.Capture(u.repo.Command(ctx, u.Env, "ls-remote", "--get-url", u.t.remote))
-	if err != nil {
-		return err
-	}
-	raw := strings.TrimSpace(string(c.Stdout))
-	if c.Code != 0 || raw == "" {
-		return fmt.Errorf("gather --api: cannot read the URL of the remote %s", u.t.remote)
-	}
-	a := *u.API
-	ep, err := apicommit.Resolve(raw, u.Env, apicommit.Want{Forge: a.Forge, URL: a.URL, Token: a.Token, HTTP: a.Client})
+	ep, _, err := apicommit.ForRemote(ctx, u.repo, u.Env, u.t.remote, apicommit.Want(*u.API))
 	if err != nil {
 		return fmt.Errorf("gather --api: %w", err)
 	}

@@ -1,6 +1,7 @@
 package apicommit
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/refretry/refretry/internal/gitexec"
+	"github.com/refretry/refretry/internal/replay"
 )
 
 // Kind is a forge whose API can make a commit.
@@ -24,11 +26,12 @@ const (
 var Kinds = []Kind{GitHub, Gitea, GitLab}
 
 // Want is what the caller said about the forge; each field empty is found (Resolve).
+// Its fields are forge.API's, in the same order, so that one converts to the other.
 type Want struct {
-	Forge string // "github", "gitea", "gitlab"
-	URL   string // the API's root
-	Token string
-	HTTP  *http.Client
+	Forge  string // "github", "gitea", "gitlab"
+	URL    string // the API's root
+	Token  string
+	Client *http.Client
 }
 
 // Endpoint is one repository's API on a forge, and the token it is called with.
@@ -70,6 +73,23 @@ type ConfigError struct{ Msg string }
 
 func (e *ConfigError) Error() string { return e.Msg }
 
+// ForRemote finds the endpoint of the repository git pushes remote to: it reads the
+// remote's URL with r's git (git ls-remote --get-url) and resolves it (Resolve). It
+// returns that URL too. A remote without a URL is a *ConfigError, as is whatever
+// Resolve cannot find; git's failure to run at all is returned as it is.
+func ForRemote(ctx context.Context, r replay.Repo, env []string, remote string, w Want) (Endpoint, string, error) {
+	c, err := gitexec.Capture(r.Command(ctx, env, "ls-remote", "--get-url", remote))
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	raw := strings.TrimSpace(string(c.Stdout))
+	if c.Code != 0 || raw == "" {
+		return Endpoint{}, "", &ConfigError{"cannot read the URL of the remote " + remote}
+	}
+	e, err := Resolve(raw, env, w)
+	return e, raw, err
+}
+
 // Resolve finds the endpoint of the repository at remoteURL (as git ls-remote
 // --get-url prints it) from w, then the environment env, then the URL:
 //
@@ -94,7 +114,7 @@ func Resolve(remoteURL string, env []string, w Want) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	path := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
-	e := Endpoint{Kind: kind, HTTP: w.HTTP, requests: new(atomic.Int64), self: new(account)}
+	e := Endpoint{Kind: kind, HTTP: w.Client, requests: new(atomic.Int64), self: new(account)}
 	if e.HTTP == nil {
 		e.HTTP = http.DefaultClient
 	}
@@ -209,10 +229,14 @@ func firstOf(values ...string) string {
 }
 
 // Anonymous is raw, a remote's URL, without the user and password it may carry, as
-// git prints a remote.
+// git prints a remote. A remote that is not a URL (scp-like user@host:path, a path)
+// carries no password and is raw itself.
 func Anonymous(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
+		if !strings.Contains(raw, "://") {
+			return raw
+		}
 		return "(a URL that does not parse)"
 	}
 	u.User = nil
