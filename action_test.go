@@ -567,6 +567,10 @@ func TestActionGatherFanIn(t *testing.T) {
 		if res.failedAt != "" || res.outputs["result"] != "success" {
 			t.Fatalf("job %s: failed at %q, result %q:\n%s", job, res.failedAt, res.outputs["result"], res.log)
 		}
+		// What the job updated is its staging ref, not the branch it did not wait for.
+		if ref := res.outputs["updated-refs"]; r.Run("ls-remote", "origin", ref) == "" || !strings.HasPrefix(ref, "refs/refretry/gather/results/") {
+			t.Errorf("job %s: updated-refs %q, want the ref its commit is staged as", job, ref)
+		}
 	}
 	staged := strings.Split(r.Run("ls-remote", "origin", "refs/refretry/gather/results/*"), "\n")
 	if tip := r.Run("ls-remote", "origin", "refs/heads/results"); len(staged) != 2 || !strings.HasPrefix(tip, r.Commit) {

@@ -92,14 +92,18 @@ type Result struct {
 	ExitCode int
 	// Ref is the branch Run's arguments name, refs/heads/<branch> ("" when it could
 	// not read them).
-	Ref      string
-	ID       string // the staged id ("" when nothing was staged)
-	Staged   string // the staged commit
-	Landed   bool   // the commit is on the branch
-	Gathered int    // commits this job's own gathers landed, its own included
-	Waves    int    // gathers this job ran that landed something
-	Pushes   int    // pushes this job made (staging, leases, gathers)
-	Landings int    // through an API: the wave commits this job asked the forge to make
+	Ref    string
+	ID     string // the staged id ("" when nothing was staged)
+	Staged string // the staged commit
+	// StagedRef is the remote ref the commit was staged as,
+	// refs/refretry/gather/<branch>/<id> ("" when nothing was staged): what a --no-wait
+	// job updated.
+	StagedRef string
+	Landed    bool // the commit is on the branch
+	Gathered  int  // commits this job's own gathers landed, its own included
+	Waves     int  // gathers this job ran that landed something
+	Pushes    int  // pushes this job made (staging, leases, gathers)
+	Landings  int  // through an API: the wave commits this job asked the forge to make
 	// Refused are the staged ids its gathers saw and did not land because they did
 	// not verify against the Key (they stay staged), in the order it saw them.
 	Refused []string
@@ -494,7 +498,7 @@ func (u *run) stage(ctx context.Context, commit string) (held bool, err error) {
 		u.stderr().Write(errOut.Bytes())
 		return false, u.refusedStaging(err, commit, ref)
 	}
-	u.res.ID, u.res.Staged = id, commit
+	u.res.ID, u.res.Staged, u.res.StagedRef = id, commit, ref
 	held = !u.NoWait && pushed(res.Report, u.n.lease())
 	u.notify("staged %s as %s%s", replay.Short(commit), ref, map[bool]string{true: ", and took the gather lease", false: ""}[held])
 	return held, nil

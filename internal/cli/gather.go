@@ -58,7 +58,16 @@ func (c *PushCmd) runGather(in *invocation, lg *report.Log, rest []string) error
 		res, err := p.Run(in.ctx, conflict.Push, nil, in.s.Stdout, lg.Stderr())
 		return ended(lg, res.ExitCode, err, func() report.Refs { return pushRefs(res.Report.Refs, err) })
 	}
-	return ended(lg, res.ExitCode, err, func() report.Refs { return report.Refs{Updates: 1, Names: []string{res.Ref}} })
+	return ended(lg, res.ExitCode, err, func() report.Refs { return gatherRefs(res) })
+}
+
+// gatherRefs is the ref a push --gather updated, for its summary: the branch, or the
+// staging ref when the job did not wait for its commit to land (--no-wait).
+func gatherRefs(res gather.Result) report.Refs {
+	if !res.Landed && res.StagedRef != "" {
+		return report.Refs{Updates: 1, Names: []string{res.StagedRef}}
+	}
+	return report.Refs{Updates: 1, Names: []string{res.Ref}}
 }
 
 // GatherCmd looks after what `push --gather` staged on a remote.
