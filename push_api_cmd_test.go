@@ -132,8 +132,8 @@ func TestPushAPIConfig(t *testing.T) {
 		env       []string
 		want      string
 	}{
-		{"ssh remote", "git@github.com:o/n.git", append(api, "GITHUB_TOKEN="+forgeapi.AppToken),
-			"refretry: push --api: the remote git@github.com:o/n.git is not an http(s) URL: push --api finds the forge's API from it\n"},
+		{"file remote", "file:///srv/git/o/n.git", append(api, "GITHUB_TOKEN="+forgeapi.AppToken),
+			"refretry: push --api: the remote file:///srv/git/o/n.git is not an http(s) or ssh URL: push --api finds the forge's API from it\n"},
 		{"no token", "", api,
 			"refretry: push --api: no token for github's API: set REFRETRY_API_TOKEN (or the CI's own, GITHUB_TOKEN)\n"},
 	} {
@@ -152,5 +152,37 @@ func TestPushAPIConfig(t *testing.T) {
 	}
 	if s.Requests() != 0 || s.Head("main") != initial {
 		t.Errorf("%d requests to the API, main %s (was %s): want none, unchanged", s.Requests(), s.Head("main"), initial)
+	}
+}
+
+// TestPushAPISSH: with an ssh remote (git fetches and pushes over ssh with the job's
+// key), push --api calls the API of the remote's host and lands the commit, which is
+// the forge's. The ssh client here runs the remote's git command in place, as git's
+// own test suite does, with the git under test.
+func TestPushAPISSH(t *testing.T) {
+	t.Parallel()
+	g := testutil.NewGit(t)
+	s := forgeapi.StartGitHub(t, forgeapi.Options{})
+	f := newGatherFixture(t, g)
+	f.url = s.CloneURL()
+	initial := s.Head("main")
+	dir := f.clone("job")
+	fakeSSH := filepath.Join(f.root, "fake-ssh")
+	script := "#!/bin/sh\n# <host> <command>, as GIT_SSH_VARIANT=simple passes them\nPATH=$(\"$REAL_GIT\" --exec-path):$PATH exec sh -c \"$2\"\n"
+	if err := os.WriteFile(fakeSSH, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.git(dir, "remote", "set-url", "origin", "git@github.com:"+s.Dir())
+	env := []string{"GIT_SSH_COMMAND=" + fakeSSH, "GIT_SSH_VARIANT=simple", "REFRETRY_API_URL=" + s.APIURL(), "GITHUB_TOKEN=" + forgeapi.AppToken}
+	code, out := f.refretry(dir, g.Path, env, "push", "--api", "origin", "HEAD:main")
+	head := s.Head("main")
+	if code != 0 || s.Count(forgeapi.GitHubCreateCommit) != 1 || s.Git("rev-parse", head+"^") != initial {
+		t.Fatalf("exit %d, %d commits made, main %s on %s:\n%s", code, s.Count(forgeapi.GitHubCreateCommit), head, initial, out)
+	}
+	if who := s.Git("log", "-1", "--format=%cn", head); who != "GitHub" || !strings.Contains(out, "through GitHub's git data API") {
+		t.Errorf("main's commit by %q, output:\n%s", who, out)
+	}
+	if left := s.Git("for-each-ref", "refs/refretry/"); left != "" {
+		t.Errorf("left on the remote: %s", left)
 	}
 }

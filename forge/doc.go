@@ -13,8 +13,8 @@
 //   - The forge, its API, the repository and the token come from Runner.API, else the
 //     environment (REFRETRY_API_URL, REFRETRY_API_TOKEN; GitHub's and Gitea's Actions,
 //     GitLab CI, and their tokens GITHUB_TOKEN, GITEA_TOKEN, CI_JOB_TOKEN), else the
-//     remote's URL (internal/apicommit's Resolve). The token is sent in a request
-//     header and written nowhere else.
+//     remote's URL, https or ssh (internal/apicommit's Resolve). The token is sent
+//     in a request header and written nowhere else.
 //   - Each attempt fetches the branch (when it may have moved), replays the job's
 //     commits onto it without a work tree (internal/replay, as push --rebase), and
 //     has the forge make them: on GitHub with its git data API from the replay's

@@ -103,10 +103,12 @@ func ForRemote(ctx context.Context, r replay.Repo, env []string, remote string, 
 //     GitLab CI's CI_PROJECT_ID when CI_PROJECT_PATH is that path;
 //   - the token: w.Token, else REFRETRY_API_TOKEN, else the CI's own: GITHUB_TOKEN
 //     (GitHub), GITEA_TOKEN then GITHUB_TOKEN (Gitea), CI_JOB_TOKEN (GitLab).
+//
+// An ssh remote stands for its host's https address (webURL).
 func Resolve(remoteURL string, env []string, w Want) (Endpoint, error) {
-	u, err := url.Parse(remoteURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return Endpoint{}, &ConfigError{fmt.Sprintf("the remote %s is not an http(s) URL: push --api finds the forge's API from it", Anonymous(remoteURL))}
+	u, ok := webURL(remoteURL)
+	if !ok {
+		return Endpoint{}, &ConfigError{fmt.Sprintf("the remote %s is not an http(s) or ssh URL: push --api finds the forge's API from it", Anonymous(remoteURL))}
 	}
 	get := func(k string) string { return gitexec.Getenv(env, k) }
 	kind, err := forgeOf(Kind(w.Forge), u.Hostname(), get)
@@ -114,18 +116,47 @@ func Resolve(remoteURL string, env []string, w Want) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	path := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
+	if !strings.Contains(path, "/") {
+		return Endpoint{}, &ConfigError{fmt.Sprintf("the remote %s names no repository (owner/name)", Anonymous(remoteURL))}
+	}
 	e := Endpoint{Kind: kind, HTTP: w.Client, requests: new(atomic.Int64), self: new(account)}
 	if e.HTTP == nil {
 		e.HTTP = http.DefaultClient
 	}
-	if e.API, e.Repo, err = apiOf(kind, u, path, w.URL, get); err != nil {
-		return Endpoint{}, err
-	}
+	e.API, e.Repo = apiOf(kind, u, path, w.URL, get)
 	e.Token, e.From, e.Job = tokenOf(kind, w.Token, get)
 	if e.Token == "" {
 		return Endpoint{}, &ConfigError{fmt.Sprintf("no token for %s's API: set REFRETRY_API_TOKEN (or the CI's own, %s)", kind, tokenNames[kind])}
 	}
 	return e, nil
+}
+
+// webURL is the forge's web address of the repository at remote: an http(s) URL as
+// it is; an ssh one (ssh://[user@]host[:port]/path, or scp-like [user@]host:path) as
+// https://host/path, since a forge serves its API on its web host, not on the port of
+// its ssh server. Other remotes (a path, file://, git://) name no forge.
+func webURL(remote string) (*url.URL, bool) {
+	if !strings.Contains(remote, "://") {
+		// scp-like: a colon before any slash (git's rule), and a host before it that
+		// is not a drive letter (C:/ or C:\ is a path).
+		i := strings.Index(remote, ":")
+		if i <= 0 || strings.Contains(remote[:i], "/") || (i == 1 && len(remote) > 2 && strings.ContainsRune(`/\`, rune(remote[2]))) {
+			return nil, false
+		}
+		host := remote[strings.LastIndex(remote[:i], "@")+1 : i]
+		remote = "ssh://" + host + "/" + strings.TrimPrefix(remote[i+1:], "/")
+	}
+	u, err := url.Parse(remote)
+	if err != nil || u.Host == "" {
+		return nil, false
+	}
+	switch u.Scheme {
+	case "https", "http":
+		return u, true
+	case "ssh", "git+ssh", "ssh+git":
+		return &url.URL{Scheme: "https", Host: u.Hostname(), Path: u.Path}, true
+	}
+	return nil, false
 }
 
 // tokenNames are the CI's own token variables of each forge, in the order they are read.
@@ -158,12 +189,9 @@ func forgeOf(k Kind, host string, get func(string) string) (Kind, error) {
 }
 
 // apiOf is the API's root and the repository's name in it.
-func apiOf(k Kind, u *url.URL, path, given string, get func(string) string) (api, repo string, err error) {
+func apiOf(k Kind, u *url.URL, path, given string, get func(string) string) (api, repo string) {
 	root := u.Scheme + "://" + u.Host
 	segs := strings.Split(path, "/")
-	if len(segs) < 2 || path == "" {
-		return "", "", &ConfigError{fmt.Sprintf("the remote %s names no repository (owner/name)", Anonymous(u.String()))}
-	}
 	prefix := strings.Join(segs[:len(segs)-2], "/")
 	if prefix != "" {
 		prefix = "/" + prefix
@@ -194,7 +222,7 @@ func apiOf(k Kind, u *url.URL, path, given string, get func(string) string) (api
 		}
 		api = firstOf(api, get("CI_API_V4_URL"), root+"/api/v4")
 	}
-	return strings.TrimRight(api, "/"), repo, nil
+	return strings.TrimRight(api, "/"), repo
 }
 
 // tokenOf is the token, where it came from, and whether it is GitLab's job token.
@@ -238,6 +266,9 @@ func Anonymous(raw string) string {
 			return raw
 		}
 		return "(a URL that does not parse)"
+	}
+	if u.User == nil {
+		return raw
 	}
 	u.User = nil
 	return u.String()
