@@ -79,7 +79,7 @@ func (w *world) runAct(t *testing.T, workflow string, reports string, extra ...s
 		"--env", "RUNNERS_CHECKOUT_URL=" + w.url,
 		"--env", "RUNNERS_REPORT_DIR=" + reports,
 		"-s", "REFRETRY_GATHER_KEY=" + gatherKey}
-	out, err := w.runCmd(t, proj, nil, "go", append(args, extra...)...)
+	out, _, err := w.runCmd(t, proj, nil, "go", append(args, extra...)...)
 	run := actRun{err: err, stdout: string(out)}
 	if d := os.Getenv("RUNNERS_DEBUG"); d != "" {
 		_ = os.WriteFile(filepath.Join(d, filepath.Base(workflow)+".json"), out, 0o644)

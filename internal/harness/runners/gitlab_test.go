@@ -2,6 +2,7 @@ package runners
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
@@ -144,7 +145,18 @@ func (w *world) gitLabCILocal(t *testing.T, proj, name string, vars ...string) (
 	for _, v := range vars {
 		args = append(args, "--variable", v)
 	}
-	stdout, err := w.runCmd(t, proj, []string{"NODE_OPTIONS=--require=" + polyfill}, gcl, args...)
+	env := []string{"NODE_OPTIONS=--require=" + polyfill}
+	stdout, stderr, err := w.runCmd(t, proj, env, gcl, args...)
+	// gitlab-ci-local fetches a pipeline's includes all at once, and each include of a
+	// component copies the component's templates/ into the same directory with cp -r:
+	// with two includes of one component (as the component example has), the later
+	// copy can fail with "File exists", before any job has run (seen in a CI run). The
+	// first copy is whole, and a second run finds it and fetches nothing.
+	if err != nil && bytes.Contains(stderr, []byte("Component include could not be fetched")) &&
+		bytes.Contains(stderr, []byte("File exists")) {
+		t.Log("gitlab-ci-local raced itself copying the component's templates; running the pipeline again")
+		stdout, _, err = w.runCmd(t, proj, env, gcl, args...)
+	}
 	if d := os.Getenv("RUNNERS_DEBUG"); d != "" {
 		_ = os.WriteFile(filepath.Join(d, name+".log"), stdout, 0o644)
 	}

@@ -194,7 +194,7 @@ func (w *world) checkNoLeftovers(t *testing.T) {
 
 // runCmd runs a runner's command line with the world's environment in dir, bounded by
 // runnerDeadline, and returns its stdout and stderr; the test logs both.
-func (w *world) runCmd(t *testing.T, dir string, extraEnv []string, name string, args ...string) (stdout []byte, err error) {
+func (w *world) runCmd(t *testing.T, dir string, extraEnv []string, name string, args ...string) (stdout, stderr []byte, err error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), runnerDeadline)
 	defer cancel()
@@ -209,7 +209,7 @@ func (w *world) runCmd(t *testing.T, dir string, extraEnv []string, name string,
 	if err != nil || os.Getenv("RUNNERS_DEBUG") != "" {
 		t.Logf("stderr:\n%s", tail(errb.String(), 6000))
 	}
-	return out.Bytes(), err
+	return out.Bytes(), errb.Bytes(), err
 }
 
 // tail is the last n bytes of s.
