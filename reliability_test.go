@@ -414,6 +414,15 @@ func killBatch(t *testing.T, bc backendCase, victim string, sig syscall.Signal, 
 	var k batchKill
 	if delayMS < 0 {
 		k = b.signal(victim, sig, b.whenGitWaits())
+		// The lock stays held until the signal has had its effect (the run ended), for
+		// at most 10 s: released at once, git could take it and commit before a loaded
+		// machine ran refretry's handler of the signal (seen in a CI rehearsal), and
+		// the batch would end unkilled. A refretry that ignored the signal still ends
+		// unkilled, after the release.
+		select {
+		case <-b.exited:
+		case <-time.After(10 * time.Second):
+		}
 		release()
 	} else {
 		// The signal's delay counts from when the lock was taken, as the hold does: on
