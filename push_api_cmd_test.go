@@ -28,11 +28,8 @@ type apiJob struct {
 // answer, the token still unsaid.
 func TestPushAPI(t *testing.T) {
 	t.Parallel()
-	g := testutil.NewGit(t)
-	s := forgeapi.StartGitHub(t, forgeapi.Options{})
-	f := newGatherFixture(t, g)
-	f.url = s.CloneURL()
-	initial := s.Head("main")
+	s, f, initial := newAPIFixture(t)
+	g := f.g
 	env := []string{"GITHUB_ACTIONS=true", "GITHUB_API_URL=" + s.APIURL(), "GITHUB_TOKEN=" + forgeapi.AppToken}
 	jobs := make([]*apiJob, 16)
 	for i := range jobs {
@@ -71,6 +68,16 @@ func TestPushAPI(t *testing.T) {
 		t.Errorf("a read-only token: exit %d\n%s", ro.code, ro.out)
 	}
 	checkAPILog(t, ro, forgeapi.ReadOnlyToken)
+}
+
+// newAPIFixture is a fake GitHub, a gather fixture whose clones are of its repository,
+// and the repository's main at the start.
+func newAPIFixture(t *testing.T) (*forgeapi.Server, *gatherFixture, string) {
+	t.Helper()
+	f := newGatherFixture(t, testutil.NewGit(t))
+	s := forgeapi.StartGitHub(t, forgeapi.Options{})
+	f.url = s.CloneURL()
+	return s, f, s.Head("main")
 }
 
 // checkAPILog checks j's JSON log: attempt records numbered 1 to n, the last one
@@ -119,11 +126,8 @@ func verifyIn(t *testing.T, g testutil.Git, dir string, signer testutil.Signer, 
 // changed on either side.
 func TestPushAPIConfig(t *testing.T) {
 	t.Parallel()
-	g := testutil.NewGit(t)
-	s := forgeapi.StartGitHub(t, forgeapi.Options{})
-	f := newGatherFixture(t, g)
-	f.url = s.CloneURL()
-	initial := s.Head("main")
+	s, f, initial := newAPIFixture(t)
+	g := f.g
 	// Outside a CI, so that refretry prints its plain lines: the forge and the API's
 	// root are given.
 	api := []string{"REFRETRY_API_URL=" + s.APIURL()}
@@ -161,11 +165,8 @@ func TestPushAPIConfig(t *testing.T) {
 // own test suite does, with the git under test.
 func TestPushAPISSH(t *testing.T) {
 	t.Parallel()
-	g := testutil.NewGit(t)
-	s := forgeapi.StartGitHub(t, forgeapi.Options{})
-	f := newGatherFixture(t, g)
-	f.url = s.CloneURL()
-	initial := s.Head("main")
+	s, f, initial := newAPIFixture(t)
+	g := f.g
 	dir := f.clone("job")
 	fakeSSH := filepath.Join(f.root, "fake-ssh")
 	script := "#!/bin/sh\n# <host> <command>, as GIT_SSH_VARIANT=simple passes them\nPATH=$(\"$REAL_GIT\" --exec-path):$PATH exec sh -c \"$2\"\n"
