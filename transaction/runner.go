@@ -133,7 +133,7 @@ func writerOr(w io.Writer) io.Writer {
 
 // engine is the attempt loop for this run.
 func (r *run) engine() *engine.Engine {
-	return &engine.Engine{Settings: r.settings, OnAttempt: r.attempted, Note: r.Note, Clock: r.Clock, Rand: r.Rand}
+	return &engine.Engine{Config: settings.Config{Settings: r.settings, OnAttempt: r.attempted, Note: r.Note, Clock: r.Clock, Rand: r.Rand}}
 }
 
 // attempted counts an attempt and reports it.

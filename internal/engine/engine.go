@@ -80,42 +80,26 @@ func Rule(s settings.Settings) lockfile.Rule {
 }
 
 // Engine runs commands. Its fields are its configuration; one Engine may run any
-// number of commands, one after another or at once.
+// number of commands, one after another or at once. Of its Config it reads the
+// Settings (asked at most once a run: after the first failure, or earlier when an
+// attempt asks, Attempt.Left), OnAttempt, Note (what the engine and the command did
+// besides running git; kind "stale-lock-removed", "rebase", …, and one line), Clock
+// and Rand; Git, Dirs and Env are the command's to use.
 type Engine struct {
-	// Settings supplies the settings, asked at most once a run: after the first
-	// failure, or earlier when an attempt asks (Attempt.Left). nil means
-	// settings.Default().
-	Settings func() (settings.Settings, error)
-	// OnAttempt, if set, is called after every attempt.
-	OnAttempt func(retry.Attempt)
-	// Note, if set, receives what the engine and the command did besides running git
-	// (kind: "stale-lock-removed", "rebase", …; msg: one line).
-	Note func(kind, msg string)
-	// Clock and Rand are passed to the retry loop; nil means real time and randomness
-	// (settings.Config's defaults).
-	Clock retry.Clock
-	Rand  func() float64
+	settings.Config
 }
 
 // For is the engine of a Runner configured with c (its settings, hooks, clock and
 // randomness) that also keeps each attempt's number in *attempts, for its Result.
 func For(c *settings.Config, attempts *int) *Engine {
-	return &Engine{
-		Settings: c.Settings,
-		OnAttempt: func(a retry.Attempt) {
-			*attempts = a.Number
-			if c.OnAttempt != nil {
-				c.OnAttempt(a)
-			}
-		},
-		Note: c.Note, Clock: c.Clock, Rand: c.Rand,
+	e := &Engine{Config: *c}
+	e.OnAttempt = func(a retry.Attempt) {
+		*attempts = a.Number
+		if c.OnAttempt != nil {
+			c.OnAttempt(a)
+		}
 	}
-}
-
-// config is the engine's part of a Runner's settings.Config, whose methods decide
-// what its zero fields mean.
-func (e *Engine) config() *settings.Config {
-	return &settings.Config{Settings: e.Settings, Clock: e.Clock, Rand: e.Rand}
+	return e
 }
 
 // Attempt is one attempt's view of its run.
@@ -173,7 +157,7 @@ type run struct {
 func (r *run) settings() (settings.Settings, error) {
 	if !r.loaded {
 		r.loaded = true
-		r.s, r.sErr = r.config().Load()
+		r.s, r.sErr = r.Load()
 	}
 	return r.s, r.sErr
 }
@@ -207,7 +191,7 @@ func (r *run) note(kind, msg string) {
 	}
 }
 
-func (r *run) now() time.Time { return r.config().Now() }
+func (r *run) now() time.Time { return r.Now() }
 
 // Run runs c until it succeeds, fails for a reason another attempt cannot get past,
 // or the budget is spent, and returns c.Final's exit code and the run's outcome.
@@ -323,7 +307,7 @@ func (r *run) pause(cycle time.Duration) time.Duration {
 }
 
 func (r *run) random() float64 {
-	_, random := r.config().Clocks()
+	_, random := r.Clocks()
 	return random()
 }
 

@@ -118,8 +118,8 @@ func TestRun(t *testing.T) {
 			t.Parallel()
 			clock := &fakeClock{now: time.Unix(0, 0)}
 			var records []retry.Attempt
-			e := &Engine{Settings: policy(10), Clock: clock, Rand: func() float64 { return 0.5 },
-				OnAttempt: func(a retry.Attempt) { records = append(records, a) }}
+			e := &Engine{Config: settings.Config{Settings: policy(10), Clock: clock, Rand: func() float64 { return 0.5 },
+				OnAttempt: func(a retry.Attempt) { records = append(records, a) }}}
 			var c Command = tc.s
 			if tc.cure != nil {
 				tc.s.cure = tc.cure
@@ -169,10 +169,10 @@ func TestPauseAfterCure(t *testing.T) {
 			}
 			s := &script{fails: fails, clock: clock, took: tc.took,
 				cure: func(int, *failure.Error) (Next, error) { return Retry, nil }}
-			e := &Engine{Clock: clock, Rand: func() float64 { return tc.rand },
+			e := &Engine{Config: settings.Config{Clock: clock, Rand: func() float64 { return tc.rand },
 				Settings: func() (settings.Settings, error) {
 					return settings.Settings{Policy: retry.Policy{Timeout: tc.timeout, MaxAttempts: 50, InitialDelay: ms, MaxDelay: ms, Multiplier: 2}}, nil
-				}}
+				}}}
 			code, err := e.Run(context.Background(), curing{s})
 			if code != 0 || fmt.Sprint(clock.sleeps) != fmt.Sprint(tc.sleeps) {
 				t.Errorf("code %d (%v), sleeps %v; want 0, %v", code, err, clock.sleeps, tc.sleeps)
@@ -185,7 +185,7 @@ func TestPauseAfterCure(t *testing.T) {
 func TestRenew(t *testing.T) {
 	t.Parallel()
 	s := &script{fails: []error{contention, contention, contention}, renewAt: 2}
-	e := &Engine{Settings: policy(2), Clock: &fakeClock{now: time.Unix(0, 0)}}
+	e := &Engine{Config: settings.Config{Settings: policy(2), Clock: &fakeClock{now: time.Unix(0, 0)}}}
 	if code, err := e.Run(context.Background(), s); code != 0 || s.ran != 4 {
 		t.Errorf("code %d (%v) after %d attempts; want success after 4 (2 + a new budget of 2)", code, err, s.ran)
 	}
@@ -227,10 +227,10 @@ func TestProgress(t *testing.T) {
 				fails[i] = contention
 			}
 			s := &script{fails: fails, clock: clock, took: took, progress: tc.progress}
-			e := &Engine{Clock: clock, Rand: func() float64 { return 0.5 }, Settings: func() (settings.Settings, error) {
+			e := &Engine{Config: settings.Config{Clock: clock, Rand: func() float64 { return 0.5 }, Settings: func() (settings.Settings, error) {
 				return settings.Settings{Ceiling: tc.ceiling, Policy: retry.Policy{Timeout: 10 * time.Second, MaxAttempts: 50,
 					InitialDelay: 100 * time.Millisecond, MaxDelay: time.Second, Multiplier: 2}}, nil
-			}}
+			}}}
 			_, err := e.Run(context.Background(), s)
 			var ex *retry.ExhaustedError
 			if !errors.As(err, &ex) || ex.Reason != tc.reason {
@@ -287,8 +287,8 @@ func TestJudgeLock(t *testing.T) {
 			lock, pidFile := testutil.AgedLock(t, t.TempDir(), tc.age, pid)
 			f := &failure.Error{Class: failure.LockContention, Lock: &failure.Lock{Path: lock}}
 			var notes []string
-			r := &run{Engine: &Engine{Settings: func() (settings.Settings, error) { return tc.s, nil },
-				Note: func(kind, msg string) { notes = append(notes, kind+": "+msg) }}}
+			r := &run{Engine: &Engine{Config: settings.Config{Settings: func() (settings.Settings, error) { return tc.s, nil },
+				Note: func(kind, msg string) { notes = append(notes, kind+": "+msg) }}}}
 			r.judgeLock(f)
 			if f.Class != tc.class || testutil.Exists(lock) == tc.removed || testutil.Exists(pidFile) == tc.removed || (len(notes) == 1) != tc.removed {
 				t.Fatalf("class %s, lock kept %v, pid file kept %v, notes %q; want %s, removed %v", f.Class, testutil.Exists(lock), testutil.Exists(pidFile), notes, tc.class, tc.removed)
@@ -306,9 +306,9 @@ func TestJudgeLock(t *testing.T) {
 	}
 	lock, _ := testutil.AgedLock(t, t.TempDir(), time.Hour, 0)
 	f := &failure.Error{Class: failure.LockContention, Lock: &failure.Lock{Path: lock, Remote: true}}
-	r := &run{Engine: &Engine{Settings: func() (settings.Settings, error) {
+	r := &run{Engine: &Engine{Config: settings.Config{Settings: func() (settings.Settings, error) {
 		return settings.Settings{StaleAfter: time.Minute, BreakStaleLocks: true}, nil
-	}}}
+	}}}}
 	if r.judgeLock(f); f.Class != failure.LockContention || !testutil.Exists(lock) || f.Lock.Age != 0 {
 		t.Errorf("a remote lock was judged: %+v", f.Lock)
 	}
@@ -349,7 +349,7 @@ func TestRefusedGrace(t *testing.T) {
 				took[i] = time.Second
 			}
 			s := &script{fails: tc.fails, clock: clock, took: took}
-			e := &Engine{Settings: policy(1000), Clock: clock, Rand: func() float64 { return 0.5 }}
+			e := &Engine{Config: settings.Config{Settings: policy(1000), Clock: clock, Rand: func() float64 { return 0.5 }}}
 			code, err := e.Run(context.Background(), s)
 			elapsed := clock.now.Sub(time.Unix(0, 0))
 			var f *failure.Error
