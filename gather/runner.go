@@ -87,8 +87,8 @@ type Runner struct {
 type Result struct {
 	// ExitCode is Run's exit code to exit with: 0 when the commit is on the branch,
 	// git's own when a push failed for good (the staging push, a wave the remote
-	// refused), failure.ExitGitNotFound when git could not be started, 129 for arguments Run cannot take,
-	// else 1 (a conflict, a budget that ended, …).
+	// refused), failure.ExitGitNotFound when git could not be started, 129 for
+	// arguments Run cannot take, else 1 (a conflict, a budget that ended, …).
 	ExitCode int
 	// Ref is the branch Run's arguments name, refs/heads/<branch> ("" when it could
 	// not read them).
